@@ -1,0 +1,71 @@
+"""Typed errors raised by structout.
+
+Every error the native engine reports arrives as one of these classes; no panic crosses the FFI
+boundary. Messages say what went wrong, where (``line:col`` for grammars, a JSON pointer for
+schemas) and give a hint.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+__all__ = [
+    "StructoutError",
+    "GrammarError",
+    "SchemaError",
+    "UnsupportedSchemaError",
+    "LimitExceededError",
+    "VocabularyError",
+    "TruncatedOutputError",
+    "SchemaValidationError",
+]
+
+
+class StructoutError(Exception):
+    """Base class of every structout error."""
+
+
+class GrammarError(StructoutError, ValueError):
+    """A KBNF grammar failed to parse or validate (message has line:col, an excerpt and a hint)."""
+
+
+class SchemaError(StructoutError, ValueError):
+    """A JSON Schema is invalid (unresolvable ``$ref``, wrong keyword types, ...)."""
+
+    def __init__(self, message: str, pointer: str = "") -> None:
+        super().__init__(f"{message} (at {pointer or '/'})" if pointer is not None else message)
+        self.pointer = pointer
+
+
+class UnsupportedSchemaError(StructoutError, ValueError):
+    """A schema keyword cannot be enforced exactly by a grammar."""
+
+    def __init__(self, message: str, keyword: str = "", pointer: str = "") -> None:
+        super().__init__(f"{message} (keyword {keyword!r} at {pointer or '/'})")
+        self.keyword = keyword
+        self.pointer = pointer
+
+
+class LimitExceededError(StructoutError, RuntimeError):
+    """A user-settable resource limit was hit (the message names the limit and the construct)."""
+
+
+class VocabularyError(StructoutError, ValueError):
+    """A tokenizer or vocabulary could not be read."""
+
+
+class TruncatedOutputError(StructoutError):
+    """The token budget ran out before the grammar could finish; ``partial`` holds the text."""
+
+    def __init__(self, message: str, partial: str = "") -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+class SchemaValidationError(StructoutError):
+    """The grammar was satisfied but validation (e.g. a Pydantic validator) failed."""
+
+    def __init__(self, message: str, text: str = "", errors: Optional[Sequence[Any]] = None) -> None:
+        super().__init__(message)
+        self.text = text
+        self.errors = list(errors or [])
