@@ -1,0 +1,677 @@
+//! Byte-level Earley recognizer with Leo's optimization over the flat LNF.
+//!
+//! Invariants:
+//! * All Earley sets live in one contiguous item buffer; set `i` is
+//!   `items[sets[i].start..sets[i].end]`, its *scan* items (dot before a terminal) first, then its
+//!   *wait* items (dot before a nonterminal). Completed items are never stored: completion happens
+//!   while the set is built.
+//! * An item is `(pos, start, state)`: `pos` indexes [`Lnf::syms`] (the symbol after the dot),
+//!   `start` is the origin set, `state` the progress inside the terminal at `pos` (byte offset for a
+//!   literal, DFA state for a regex or `except!`).
+//! * Because LNF has no empty productions, an item completing in set `i` started before `i`, so
+//!   sets before `i` are final when set `i` is built, and Leo items can be computed eagerly when a
+//!   set is finished.
+//! * Every item in a set can be completed to a full sentence (productive LNF, co-reachable DFAs),
+//!   so [`Recognizer::allowed_bytes`] is exact.
+//! * Rolling back to an earlier length is truncation of the buffers: O(1) amortized.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashSet;
+
+use crate::dfa::{ByteSet, DEAD};
+use crate::error::EngineError;
+use crate::grammar::{CompileOptions, Grammar};
+use crate::lnf::{LSym, Lnf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Item {
+    pos: u32,
+    start: u32,
+    state: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SetInfo {
+    start: u32,
+    wait: u32,
+    end: u32,
+    leo_end: u32,
+    complete: bool,
+}
+
+/// A Leo entry of a set: completing `nt` with this set as origin is equivalent to completing
+/// `top_nt` with origin `top_start` (the topmost item of the deterministic reduction chain).
+#[derive(Clone, Copy, Debug)]
+struct LeoEntry {
+    nt: u32,
+    top_nt: u32,
+    top_start: u32,
+}
+
+/// Sets with more items than this deduplicate through a hash set instead of a linear scan.
+const LINEAR_DEDUP: usize = 24;
+
+/// Recognizes a byte string incrementally against a [`Grammar`].
+#[derive(Clone, Debug)]
+pub struct Recognizer {
+    grammar: Arc<Grammar>,
+    items: Vec<Item>,
+    sets: Vec<SetInfo>,
+    leo: Vec<LeoEntry>,
+    scratch: Scratch,
+}
+
+/// Per-build working memory, reused between bytes.
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    scan: Vec<Item>,
+    wait: Vec<Item>,
+    completions: Vec<(u32, u32)>,
+    done: Vec<(u32, u32)>,
+    predict_stack: Vec<u32>,
+    /// `predicted[nt] == stamp` iff nt was predicted in the set being built.
+    predicted: Vec<u32>,
+    /// Per-nonterminal counters for Leo detection, valid when `count_stamp[nt] == stamp`.
+    count: Vec<u32>,
+    count_stamp: Vec<u32>,
+    stamp: u32,
+    scan_set: FxHashSet<Item>,
+    wait_set: FxHashSet<Item>,
+    done_set: FxHashSet<(u32, u32)>,
+}
+
+impl Recognizer {
+    pub fn new(grammar: Arc<Grammar>) -> Recognizer {
+        let n = grammar.lnf.nt_count();
+        let mut r = Recognizer {
+            grammar,
+            items: Vec::new(),
+            sets: Vec::new(),
+            leo: Vec::new(),
+            scratch: Scratch {
+                predicted: vec![0; n],
+                count: vec![0; n],
+                count_stamp: vec![0; n],
+                ..Scratch::default()
+            },
+        };
+        r.reset();
+        r
+    }
+
+    pub fn grammar(&self) -> &Arc<Grammar> {
+        &self.grammar
+    }
+
+    /// Back to the empty input.
+    pub fn reset(&mut self) {
+        self.items.clear();
+        self.sets.clear();
+        self.leo.clear();
+        self.begin_set();
+        if !self.grammar.lnf.productions(0).is_empty() {
+            let Recognizer {
+                grammar,
+                items,
+                sets,
+                leo,
+                scratch,
+            } = self;
+            Build {
+                lnf: &grammar.lnf,
+                opts: &grammar.options,
+                items,
+                sets,
+                leo,
+                s: scratch,
+            }
+            .predict(0, 0);
+        }
+        let complete = self.grammar.lnf.start_nullable;
+        self.finish_set(0, complete)
+            .expect("the initial set is bounded by the grammar size");
+    }
+
+    /// Number of bytes consumed.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.sets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the input so far is a complete sentence of the grammar.
+    #[inline]
+    pub fn is_complete(&self) -> bool {
+        self.sets.last().is_some_and(|s| s.complete)
+    }
+
+    /// Whether no further byte can be accepted (then the input is complete, or the state is the
+    /// empty language's).
+    pub fn is_dead(&self) -> bool {
+        let s = self.sets.last().expect("at least one set");
+        s.start == s.wait
+    }
+
+    /// Drops bytes so that `len` remain. No-op if `len >= self.len()`.
+    pub fn rollback_to(&mut self, len: usize) {
+        if len >= self.len() {
+            return;
+        }
+        self.sets.truncate(len + 1);
+        let last = self.sets[len];
+        self.items.truncate(last.end as usize);
+        self.leo.truncate(last.leo_end as usize);
+    }
+
+    /// Feeds one byte; on `false` the state is unchanged.
+    #[inline]
+    pub fn feed_byte(&mut self, byte: u8) -> bool {
+        self.try_feed_byte(byte).unwrap_or(false)
+    }
+
+    /// Feeds bytes atomically: on `false` (or a limit error) the state is unchanged.
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        self.try_feed(bytes).unwrap_or(false)
+    }
+
+    pub fn try_feed(&mut self, bytes: &[u8]) -> Result<bool, EngineError> {
+        let len = self.len();
+        for &b in bytes {
+            match self.try_feed_byte(b) {
+                Ok(true) => {}
+                other => {
+                    self.rollback_to(len);
+                    return other;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// The bytes that can come next while keeping the input completable.
+    pub fn allowed_bytes(&self) -> ByteSet {
+        let lnf = &self.grammar.lnf;
+        let cur = self.len() as u32;
+        let set = *self.sets.last().expect("at least one set");
+        let mut out = ByteSet::EMPTY;
+        for it in &self.items[set.start as usize..set.wait as usize] {
+            match lnf.syms[it.pos as usize] {
+                LSym::Lit(l) => out.insert(lnf.literal(l)[it.state as usize]),
+                LSym::Regex(d) => out.union_with(lnf.dfas[d as usize].live_bytes(it.state)),
+                LSym::Except(x) => {
+                    let info = lnf.excepts[x as usize];
+                    let dfa = &lnf.dfas[info.dfa as usize];
+                    if info.max == u32::MAX {
+                        out.union_with(dfa.live_bytes(it.state));
+                    } else {
+                        let consumed = cur - it.start;
+                        for b in dfa.live_bytes(it.state).iter() {
+                            let t = dfa.next(it.state, b);
+                            if (consumed + 1).saturating_add(dfa.min_to_accept(t)) <= info.max {
+                                out.insert(b);
+                            }
+                        }
+                    }
+                }
+                LSym::Nt(_) | LSym::End(_) => {}
+            }
+        }
+        out
+    }
+
+    /// Feeds one byte, reporting limit errors; on `Ok(false)` or `Err` the state is unchanged.
+    pub fn try_feed_byte(&mut self, byte: u8) -> Result<bool, EngineError> {
+        let cur = self.sets.len() - 1;
+        let next = (cur + 1) as u32;
+        let set = self.sets[cur];
+        self.begin_set();
+        let Recognizer {
+            grammar,
+            items,
+            sets,
+            leo,
+            scratch,
+        } = self;
+        let lnf = &grammar.lnf;
+        let mut b = Build {
+            lnf,
+            opts: &grammar.options,
+            items,
+            sets,
+            leo,
+            s: scratch,
+        };
+        for k in set.start as usize..set.wait as usize {
+            let it = b.items[k];
+            match lnf.syms[it.pos as usize] {
+                LSym::Lit(l) => {
+                    let lit = lnf.literal(l);
+                    if lit[it.state as usize] == byte {
+                        if it.state as usize + 1 == lit.len() {
+                            b.advance(it.pos + 1, it.start, next);
+                        } else {
+                            b.add_scan(Item {
+                                state: it.state + 1,
+                                ..it
+                            });
+                        }
+                    }
+                }
+                LSym::Regex(d) => {
+                    let dfa = &lnf.dfas[d as usize];
+                    let t = dfa.next(it.state, byte);
+                    if t != DEAD {
+                        if dfa.is_accept(t) {
+                            b.advance(it.pos + 1, it.start, next);
+                        }
+                        if !dfa.live_bytes(t).is_empty() {
+                            b.add_scan(Item { state: t, ..it });
+                        }
+                    }
+                }
+                LSym::Except(x) => {
+                    let info = lnf.excepts[x as usize];
+                    let dfa = &lnf.dfas[info.dfa as usize];
+                    let t = dfa.next(it.state, byte);
+                    let consumed = next - it.start;
+                    if t != DEAD && consumed.saturating_add(dfa.min_to_accept(t)) <= info.max {
+                        if dfa.is_accept(t) {
+                            b.advance(it.pos + 1, it.start, next);
+                        }
+                        if consumed < info.max && !dfa.live_bytes(t).is_empty() {
+                            b.add_scan(Item { state: t, ..it });
+                        }
+                    }
+                }
+                LSym::Nt(_) | LSym::End(_) => {
+                    unreachable!("scan items have a terminal after the dot")
+                }
+            }
+        }
+        let complete = b.run_completions(next)?;
+        if b.s.scan.is_empty() && b.s.wait.is_empty() && !complete {
+            return Ok(false);
+        }
+        self.finish_set(next, complete)?;
+        Ok(true)
+    }
+
+    fn begin_set(&mut self) {
+        let s = &mut self.scratch;
+        s.scan.clear();
+        s.wait.clear();
+        s.done.clear();
+        s.completions.clear();
+        s.stamp = s.stamp.wrapping_add(1);
+        if s.stamp == 0 {
+            // Wrapped: old stamps could collide, so clear them.
+            s.predicted.iter_mut().for_each(|x| *x = 0);
+            s.count_stamp.iter_mut().for_each(|x| *x = 0);
+            s.stamp = 1;
+        }
+        if !s.scan_set.is_empty() {
+            s.scan_set.clear();
+        }
+        if !s.wait_set.is_empty() {
+            s.wait_set.clear();
+        }
+        if !s.done_set.is_empty() {
+            s.done_set.clear();
+        }
+    }
+
+    /// Appends the built set, then computes its Leo entries: a nonterminal `B` that is the postdot
+    /// symbol of exactly one item of the set, where that item is `X -> α . B` (B last).
+    fn finish_set(&mut self, index: u32, complete: bool) -> Result<(), EngineError> {
+        let total = self.items.len() + self.scratch.scan.len() + self.scratch.wait.len();
+        let opts = &self.grammar.options;
+        if self.scratch.scan.len() + self.scratch.wait.len() > opts.max_items_per_set {
+            return Err(EngineError::Limit {
+                limit: "max_items_per_set",
+                value: opts.max_items_per_set,
+            });
+        }
+        if total > opts.max_total_items {
+            return Err(EngineError::Limit {
+                limit: "max_total_items",
+                value: opts.max_total_items,
+            });
+        }
+        let start = self.items.len() as u32;
+        self.items.extend_from_slice(&self.scratch.scan);
+        let wait = self.items.len() as u32;
+        self.items.extend_from_slice(&self.scratch.wait);
+        let end = self.items.len() as u32;
+        debug_assert_eq!(index as usize, self.sets.len());
+        // Push the set first so that leo_lookup on earlier sets works; fix leo_end after.
+        let leo_begin = self.leo.len() as u32;
+        self.sets.push(SetInfo {
+            start,
+            wait,
+            end,
+            leo_end: leo_begin,
+            complete,
+        });
+        let lnf = &self.grammar.lnf;
+        let stamp = self.scratch.stamp;
+        for k in wait as usize..end as usize {
+            if let LSym::Nt(b) = lnf.syms[self.items[k].pos as usize] {
+                let s = &mut self.scratch;
+                if s.count_stamp[b as usize] != stamp {
+                    s.count_stamp[b as usize] = stamp;
+                    s.count[b as usize] = 0;
+                }
+                s.count[b as usize] += 1;
+            }
+        }
+        for k in wait as usize..end as usize {
+            let it = self.items[k];
+            let LSym::Nt(b) = lnf.syms[it.pos as usize] else {
+                continue;
+            };
+            if self.scratch.count[b as usize] != 1 {
+                continue;
+            }
+            if let LSym::End(lhs) = lnf.syms[it.pos as usize + 1] {
+                let entry = match self.leo_lookup_before(it.start, lhs, index) {
+                    Some(e) => LeoEntry { nt: b, ..e },
+                    None => LeoEntry {
+                        nt: b,
+                        top_nt: lhs,
+                        top_start: it.start,
+                    },
+                };
+                self.leo.push(entry);
+            }
+        }
+        let leo_end = self.leo.len() as u32;
+        self.sets[index as usize].leo_end = leo_end;
+        Ok(())
+    }
+
+    /// Leo lookup usable while set `current` is being finished (its own entries are excluded).
+    fn leo_lookup_before(&self, set: u32, nt: u32, current: u32) -> Option<LeoEntry> {
+        if set >= current {
+            return None;
+        }
+        leo_lookup(&self.sets, &self.leo, set, nt)
+    }
+
+    /// Heap bytes held by the recognizer's buffers.
+    pub fn memory_usage(&self) -> usize {
+        self.items.capacity() * std::mem::size_of::<Item>()
+            + self.sets.capacity() * std::mem::size_of::<SetInfo>()
+            + self.leo.capacity() * std::mem::size_of::<LeoEntry>()
+    }
+
+    /// Number of items in the current set (for diagnostics and benchmarks).
+    pub fn current_set_size(&self) -> usize {
+        let s = self.sets.last().expect("at least one set");
+        (s.end - s.start) as usize
+    }
+}
+
+#[inline]
+fn leo_lookup(sets: &[SetInfo], leo: &[LeoEntry], set: u32, nt: u32) -> Option<LeoEntry> {
+    let from = if set == 0 {
+        0
+    } else {
+        sets[set as usize - 1].leo_end
+    };
+    let to = sets[set as usize].leo_end;
+    leo[from as usize..to as usize]
+        .iter()
+        .find(|e| e.nt == nt)
+        .copied()
+}
+
+/// The state needed while one set is being built: the grammar, the finished sets (read-only) and
+/// the scratch buffers of the new set.
+struct Build<'a> {
+    lnf: &'a Lnf,
+    opts: &'a CompileOptions,
+    items: &'a [Item],
+    sets: &'a [SetInfo],
+    leo: &'a [LeoEntry],
+    s: &'a mut Scratch,
+}
+
+impl Build<'_> {
+    /// Moves the dot past a fully matched symbol: item `(pos, start)` in set `here`.
+    #[inline]
+    fn advance(&mut self, pos: u32, start: u32, here: u32) {
+        let lnf = self.lnf;
+        match lnf.syms[pos as usize] {
+            LSym::End(lhs) => self.s.completions.push((lhs, start)),
+            LSym::Nt(b) => {
+                if self.add_wait(Item {
+                    pos,
+                    start,
+                    state: 0,
+                }) {
+                    self.predict(b, here);
+                }
+            }
+            _ => {
+                let state = lnf.init_state[pos as usize];
+                self.add_scan(Item { pos, start, state });
+            }
+        }
+    }
+
+    fn add_scan(&mut self, it: Item) {
+        let s = &mut self.s;
+        if s.scan.len() < LINEAR_DEDUP {
+            if s.scan.contains(&it) {
+                return;
+            }
+        } else {
+            if s.scan_set.is_empty() {
+                s.scan_set.extend(s.scan.iter().copied());
+            }
+            if !s.scan_set.insert(it) {
+                return;
+            }
+        }
+        s.scan.push(it);
+    }
+
+    fn add_wait(&mut self, it: Item) -> bool {
+        let s = &mut self.s;
+        if s.wait.len() < LINEAR_DEDUP {
+            if s.wait.contains(&it) {
+                return false;
+            }
+        } else {
+            if s.wait_set.is_empty() {
+                s.wait_set.extend(s.wait.iter().copied());
+            }
+            if !s.wait_set.insert(it) {
+                return false;
+            }
+        }
+        s.wait.push(it);
+        true
+    }
+
+    /// Predicts `nt` and, transitively, nonterminals at the start of its productions. Predicted
+    /// items start in the set being built, so they cannot collide with scanned or completed items
+    /// (which start earlier) and need no deduplication beyond the per-nonterminal stamp.
+    fn predict(&mut self, nt: u32, here: u32) {
+        let lnf = self.lnf;
+        let s = &mut self.s;
+        if s.predicted[nt as usize] == s.stamp {
+            return;
+        }
+        s.predicted[nt as usize] = s.stamp;
+        s.predict_stack.push(nt);
+        while let Some(n) = s.predict_stack.pop() {
+            for &p in lnf.productions(n) {
+                match lnf.syms[p as usize] {
+                    LSym::Nt(c) => {
+                        s.wait.push(Item {
+                            pos: p,
+                            start: here,
+                            state: 0,
+                        });
+                        if s.predicted[c as usize] != s.stamp {
+                            s.predicted[c as usize] = s.stamp;
+                            s.predict_stack.push(c);
+                        }
+                    }
+                    _ => s.scan.push(Item {
+                        pos: p,
+                        start: here,
+                        state: lnf.init_state[p as usize],
+                    }),
+                }
+            }
+        }
+        // The hash sets, if active, must learn about the pushed items.
+        if !s.scan_set.is_empty() {
+            s.scan_set.extend(s.scan.iter().copied());
+        }
+        if !s.wait_set.is_empty() {
+            s.wait_set.extend(s.wait.iter().copied());
+        }
+    }
+
+    /// Processes pending completions in the set `here`; returns whether the start symbol completed
+    /// from origin 0.
+    fn run_completions(&mut self, here: u32) -> Result<bool, EngineError> {
+        let mut complete = false;
+        let max_items = self.opts.max_items_per_set;
+        while let Some((lhs, origin)) = self.s.completions.pop() {
+            if !self.first_completion(lhs, origin) {
+                continue;
+            }
+            if lhs == 0 && origin == 0 {
+                complete = true;
+            }
+            if let Some(e) = self.leo_lookup(origin, lhs) {
+                self.s.completions.push((e.top_nt, e.top_start));
+                continue;
+            }
+            let set = self.sets[origin as usize];
+            for k in set.wait as usize..set.end as usize {
+                let it = self.items[k];
+                if self.lnf.syms[it.pos as usize] == LSym::Nt(lhs) {
+                    self.advance(it.pos + 1, it.start, here);
+                }
+            }
+            if self.s.scan.len() + self.s.wait.len() > max_items {
+                return Err(EngineError::Limit {
+                    limit: "max_items_per_set",
+                    value: max_items,
+                });
+            }
+        }
+        Ok(complete)
+    }
+
+    fn first_completion(&mut self, lhs: u32, origin: u32) -> bool {
+        let s = &mut self.s;
+        let key = (lhs, origin);
+        if s.done.len() < LINEAR_DEDUP {
+            if s.done.contains(&key) {
+                return false;
+            }
+            s.done.push(key);
+            true
+        } else {
+            if s.done_set.is_empty() {
+                s.done_set.extend(s.done.iter().copied());
+            }
+            if s.done_set.insert(key) {
+                s.done.push(key);
+                true
+            } else {
+                false
+            }
+        }
+    }
+
+    #[inline]
+    fn leo_lookup(&self, set: u32, nt: u32) -> Option<LeoEntry> {
+        leo_lookup(self.sets, self.leo, set, nt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::CompileOptions;
+
+    fn rec(text: &str) -> Recognizer {
+        let g =
+            Grammar::compile(text, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        Recognizer::new(Arc::new(g))
+    }
+
+    fn accepts(text: &str, input: &[u8]) -> bool {
+        let mut r = rec(text);
+        r.feed(input) && r.is_complete()
+    }
+
+    #[test]
+    fn basics() {
+        let g = "start ::= 'a' start 'b' | 'ab';";
+        assert!(accepts(g, b"ab") && accepts(g, b"aaabbb"));
+        assert!(!accepts(g, b"aab") && !accepts(g, b"") && !accepts(g, b"abb"));
+        let g = "start ::= #\"[0-9]+\" ('.' #\"[0-9]+\")?;";
+        assert!(accepts(g, b"12") && accepts(g, b"1.5") && !accepts(g, b"1."));
+    }
+
+    #[test]
+    fn feed_is_atomic_and_rollback_works() {
+        let mut r = rec("start ::= 'abc' | 'abd';");
+        assert!(!r.feed(b"abx"));
+        assert_eq!(r.len(), 0);
+        assert!(r.feed(b"ab"));
+        assert_eq!(r.allowed_bytes().iter().collect::<Vec<_>>(), b"cd".to_vec());
+        assert!(r.feed(b"c") && r.is_complete());
+        r.rollback_to(1);
+        assert!(!r.is_complete());
+        assert!(r.feed(b"bd") && r.is_complete());
+    }
+
+    #[test]
+    fn leo_counterexample_shape() {
+        let g = "start ::= 'x' A | 'x' A 'b'; A ::= 'a' A | 'a';";
+        assert!(accepts(g, b"xaaa") && accepts(g, b"xaaab") && !accepts(g, b"xb"));
+    }
+
+    #[test]
+    fn long_right_recursion() {
+        let mut r = rec("start ::= 'a' start | 'a';");
+        let input = vec![b'a'; 50_000];
+        assert!(r.feed(&input) && r.is_complete());
+        // Leo keeps sets small.
+        assert!(r.current_set_size() < 8);
+    }
+
+    #[test]
+    fn except_with_bound() {
+        let g = "start ::= except!('\\n\\n', 5) '\\n\\n';";
+        assert!(accepts(g, b"abc\n\n"));
+        assert!(accepts(g, b"abcd\n\n\n"));
+        assert!(!accepts(g, b"abcdef\n\n"));
+        let mut r = rec(g);
+        assert!(r.feed(b"abcd"));
+        // 5th byte may be anything but a second newline-free continuation beyond 5 is refused.
+        assert!(r.feed(b"e"));
+        assert_eq!(r.allowed_bytes().iter().collect::<Vec<_>>(), vec![b'\n']);
+    }
+
+    #[test]
+    fn nullable_start_and_empty() {
+        let g = "start ::= 'a'*;";
+        assert!(accepts(g, b"") && accepts(g, b"aaa"));
+        let g = "start ::= '';";
+        assert!(accepts(g, b"") && !accepts(g, b"a"));
+    }
+}

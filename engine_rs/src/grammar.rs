@@ -1,0 +1,176 @@
+//! Compiling KBNF text into an immutable [`Grammar`] shared by any number of recognizers.
+
+use crate::error::{CompileError, Diagnostic, Span};
+use crate::kbnf::parser;
+use crate::lnf::{lower, normalize, Lnf};
+
+/// Limits and settings for compiling a grammar. Every limit produces a clear error when hit.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CompileOptions {
+    /// The start nonterminal.
+    pub start: String,
+    /// Memory for one regex/`except!` automaton while it is built and stored, in bytes.
+    pub dfa_size_limit: usize,
+    /// Largest count allowed in `X{m,n}`.
+    pub max_repetition: u32,
+    /// Largest normalized grammar, in symbols.
+    pub max_grammar_symbols: usize,
+    /// Earley items allowed in one set (bounds the work per byte on ambiguous grammars).
+    pub max_items_per_set: usize,
+    /// Earley items allowed in total for one recognizer (bounds memory per sequence).
+    pub max_total_items: usize,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            start: "start".to_owned(),
+            dfa_size_limit: 32 << 20,
+            max_repetition: 1 << 20,
+            max_grammar_symbols: 4 << 20,
+            max_items_per_set: 1 << 16,
+            max_total_items: 1 << 27,
+        }
+    }
+}
+
+/// A compiled grammar: the LNF plus the options it was compiled with. Immutable, `Send + Sync`.
+#[derive(Clone, Debug)]
+pub struct Grammar {
+    pub(crate) lnf: Lnf,
+    pub(crate) options: CompileOptions,
+}
+
+impl Grammar {
+    /// Parses, validates and normalizes KBNF text.
+    pub fn compile(text: &str, options: &CompileOptions) -> Result<Grammar, CompileError> {
+        let ast =
+            parser::parse(text, options.max_repetition).map_err(|d| CompileError::new(text, d))?;
+        let mut bnf = lower::lower(&ast, options).map_err(|d| CompileError::new(text, d))?;
+        let start_span = ast
+            .rules
+            .iter()
+            .find(|r| r.name == options.start)
+            .map_or(Span::default(), |r| r.name_span);
+        let start_nullable =
+            normalize::normalize(&mut bnf, options).map_err(|mut d: Diagnostic| {
+                if d.span == Span::default() {
+                    d.span = start_span;
+                }
+                CompileError::new(text, vec![d])
+            })?;
+        Ok(Grammar {
+            lnf: Lnf::from_bnf(bnf, start_nullable),
+            options: options.clone(),
+        })
+    }
+
+    /// The normalized grammar, printed.
+    pub fn lnf_debug(&self) -> String {
+        self.lnf.debug_string()
+    }
+
+    pub fn lnf(&self) -> &Lnf {
+        &self.lnf
+    }
+
+    pub fn options(&self) -> &CompileOptions {
+        &self.options
+    }
+
+    /// Heap bytes used by the compiled grammar (approximate).
+    pub fn memory_usage(&self) -> usize {
+        let l = &self.lnf;
+        l.syms.len() * 8
+            + l.init_state.len() * 4
+            + l.prod_starts.len() * 4
+            + l.lit_bytes.len()
+            + l.dfas.iter().map(|d| d.memory_usage()).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lnf(text: &str) -> String {
+        Grammar::compile(text, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .lnf_debug()
+    }
+
+    fn err(text: &str) -> String {
+        Grammar::compile(text, &CompileOptions::default())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn snapshot_seed_examples() {
+        // Useless rules (C unused, S ::= S) disappear; B ::= 'a' B has no base case and is removed.
+        assert_eq!(
+            lnf("start ::= 'ab' start | 'ab' A | 'ab' B; start ::= start; A ::= 'c' 'd'; B ::= 'a' B; C ::= 'dc';"),
+            "start#0 ::= \"ab\" start#0 | \"abcd\";\n"
+        );
+        // Nested groups and repetitions, merged terminals.
+        assert_eq!(
+            lnf("start ::= ('a' | 'b') 'c'*;"),
+            "start#0 ::= #regex0[3 states] star@22#1 | #regex0[3 states];\nstar@22#1 ::= star@22#1 \"c\" | \"c\";\n"
+        );
+        // Nullable elimination: B? B? B? becomes non-nullable alternatives.
+        assert_eq!(
+            lnf("start ::= B? B?; B ::= 'b';"),
+            "(* start is nullable *)\nstart#0 ::= #regex0[4 states];\n"
+        );
+        // Unit rules vanish; equal nonterminals merge.
+        assert_eq!(
+            lnf("start ::= A | X 'y'; A ::= B; B ::= 'x'; X ::= 'x';"),
+            "start#0 ::= #regex0[4 states];\n"
+        );
+    }
+
+    #[test]
+    fn counted_repetition_is_logarithmic() {
+        let g = Grammar::compile(
+            "start ::= ('a' | 'bc'){3,100000};",
+            &CompileOptions::default(),
+        )
+        .unwrap();
+        assert!(g.lnf.syms.len() < 3000, "{}", g.lnf.syms.len());
+    }
+
+    #[test]
+    fn semantic_errors() {
+        let e = err("start ::= foo;\nfoo ::= bar;");
+        assert!(e.contains("2:9: undefined nonterminal `bar`"), "{e}");
+        let e = err("start ::= 'a' start;");
+        assert!(e.contains("language of `start` is empty"), "{e}");
+        let e = err("start ::= #\"(\";");
+        assert!(e.contains("1:11: invalid regex terminal"), "{e}");
+        let e = err("start ::= except!(X); X ::= 'a' Y; Y ::= 'b';");
+        assert!(e.contains("invalid except! argument"), "{e}");
+        let e = err("other ::= 'a';");
+        assert!(e.contains("start symbol `start` is not defined"), "{e}");
+        let e = err("start ::= a; start ::= b;");
+        assert!(
+            e.contains("1:11") && e.contains("1:24"),
+            "several errors: {e}"
+        );
+    }
+
+    #[test]
+    fn limits_are_errors() {
+        let opts = CompileOptions {
+            dfa_size_limit: 1 << 16,
+            ..CompileOptions::default()
+        };
+        let e = Grammar::compile("start ::= #\"(a|b)*a(a|b){25}\";", &opts).unwrap_err();
+        assert!(e.to_string().contains("dfa_size_limit"), "{e}");
+        let opts = CompileOptions {
+            max_repetition: 10,
+            ..CompileOptions::default()
+        };
+        let e = Grammar::compile("start ::= 'a'{11};", &opts).unwrap_err();
+        assert!(e.to_string().contains("max_repetition"), "{e}");
+    }
+}

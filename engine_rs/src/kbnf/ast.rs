@@ -1,0 +1,45 @@
+//! The KBNF abstract syntax tree, as written by the user (before normalization).
+
+use crate::error::Span;
+
+/// A parsed grammar: rules in source order (several rules may share a name).
+#[derive(Clone, Debug, Default)]
+pub struct GrammarAst {
+    pub rules: Vec<Rule>,
+}
+
+/// `name ::= expr ;`
+#[derive(Clone, Debug)]
+pub struct Rule {
+    pub name: String,
+    pub name_span: Span,
+    pub expr: Expr,
+}
+
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    /// A byte string (possibly empty, possibly not UTF-8 when written with `\xHH`).
+    Literal(Vec<u8>),
+    /// A regex terminal `#"..."`, matched in full.
+    Regex(String),
+    /// A reference to a rule.
+    Nonterminal(String),
+    /// `except!(arg)` or `except!(arg, max)`.
+    Except { arg: Box<Expr>, max: Option<u32> },
+    /// Juxtaposition, at least two items.
+    Concat(Vec<Expr>),
+    /// `a | b | ...`, at least two items.
+    Alt(Vec<Expr>),
+    /// `X?`, `X*`, `X+`, `[X]`, `{X}`, `X{m}`, `X{m,}`, `X{m,n}`; `max == None` means unbounded.
+    Repeat {
+        expr: Box<Expr>,
+        min: u32,
+        max: Option<u32>,
+    },
+}

@@ -1,0 +1,4 @@
+//! The KBNF grammar language: syntax tree and parser.
+
+pub mod ast;
+pub mod parser;

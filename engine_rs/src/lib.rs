@@ -1,0 +1,28 @@
+//! structout's engine: KBNF grammars → LNF → byte-level Earley recognizer → token masks.
+//!
+//! Layers, bottom up: [`dfa`] (regex and `except!` automata), [`kbnf`] (parsing), [`lnf`]
+//! (normalization into flat buffers), [`grammar`] (compilation entry point), [`earley`] (the
+//! recognizer). Python bindings live in `python`, behind the `python` feature.
+
+pub mod dfa;
+pub mod earley;
+pub mod error;
+pub mod grammar;
+pub mod kbnf;
+pub mod lnf;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use dfa::ByteSet;
+pub use earley::Recognizer;
+pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
+pub use grammar::{CompileOptions, Grammar};
+
+/// Grammars shipped with the engine, by name.
+pub fn builtin_grammar(name: &str) -> Option<&'static str> {
+    match name {
+        "json" => Some(include_str!("../../schemas/json.kbnf")),
+        _ => None,
+    }
+}

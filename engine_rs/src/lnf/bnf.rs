@@ -1,0 +1,83 @@
+//! Plain BNF, the working form of normalization (nested vectors are fine here: it is compile-time
+//! only; the recognizer reads the flat [`super::Lnf`]).
+
+use rustc_hash::FxHashMap;
+
+use crate::dfa::Dfa;
+
+/// A grammar symbol. Terminals in LNF always stand for *non-empty* matches: empty matches are
+/// handled by nullable elimination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Sym {
+    Nt(u32),
+    Lit(u32),
+    Regex(u32),
+    Except(u32),
+}
+
+impl Sym {
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, Sym::Nt(_))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RegexTerm {
+    pub pattern: String,
+    pub dfa: Dfa,
+}
+
+#[derive(Clone, Debug)]
+pub struct ExceptTerm {
+    pub dfa: Dfa,
+    pub max: Option<u32>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Bnf {
+    pub names: Vec<String>,
+    /// Productions per nonterminal.
+    pub rules: Vec<Vec<Vec<Sym>>>,
+    pub start: u32,
+    pub literals: Vec<Vec<u8>>,
+    pub literal_ids: FxHashMap<Vec<u8>, u32>,
+    pub regexes: Vec<RegexTerm>,
+    pub regex_ids: FxHashMap<String, u32>,
+    pub excepts: Vec<ExceptTerm>,
+}
+
+impl Bnf {
+    pub fn add_nt(&mut self, name: String) -> u32 {
+        self.names.push(name);
+        self.rules.push(Vec::new());
+        (self.rules.len() - 1) as u32
+    }
+
+    pub fn intern_literal(&mut self, bytes: &[u8]) -> u32 {
+        if let Some(&id) = self.literal_ids.get(bytes) {
+            return id;
+        }
+        let id = self.literals.len() as u32;
+        self.literals.push(bytes.to_vec());
+        self.literal_ids.insert(bytes.to_vec(), id);
+        id
+    }
+
+    pub fn intern_regex(&mut self, pattern: String, dfa: Dfa) -> u32 {
+        if let Some(&id) = self.regex_ids.get(&pattern) {
+            return id;
+        }
+        let id = self.regexes.len() as u32;
+        self.regex_ids.insert(pattern.clone(), id);
+        self.regexes.push(RegexTerm { pattern, dfa });
+        id
+    }
+
+    pub fn symbol_count(&self) -> usize {
+        self.rules
+            .iter()
+            .flat_map(|alts| alts.iter())
+            .map(|a| a.len() + 1)
+            .sum()
+    }
+}

@@ -1,0 +1,400 @@
+//! Normalization of BNF into LNF: no nullable rules (except a flag for the empty sentence), no unit
+//! rules, no useless rules, merged literal runs, deduplicated alternatives and nonterminals, and
+//! alternations of terminals compiled into one DFA.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::bnf::{Bnf, Sym};
+use crate::dfa::{escape_bytes, Dfa};
+use crate::error::{Diagnostic, ErrorKind, Span};
+use crate::grammar::CompileOptions;
+
+/// Productions with more nullable symbols than this are split before nullable elimination, keeping
+/// the expansion linear instead of exponential.
+const MAX_NULLABLE_PER_PRODUCTION: usize = 3;
+
+/// Normalizes in place; returns whether the start symbol derives the empty string.
+pub fn normalize(bnf: &mut Bnf, opts: &CompileOptions) -> Result<bool, Diagnostic> {
+    check_size(bnf, opts)?;
+    let start_nullable = eliminate_nullable(bnf);
+    check_size(bnf, opts)?;
+    remove_useless(bnf);
+    if bnf.rules[bnf.start as usize].is_empty() && !start_nullable {
+        return Err(Diagnostic::new(
+            ErrorKind::Semantic,
+            Span::default(),
+            format!(
+                "the language of `{}` is empty: no finite string matches it",
+                opts.start
+            ),
+        )
+        .hint("every recursive rule needs a non-recursive alternative (a base case)"));
+    }
+    remove_unit_rules(bnf);
+    check_size(bnf, opts)?;
+    // Inlining creates new literal runs and terminal alternations, so run the trio twice.
+    for _ in 0..2 {
+        merge_literal_runs(bnf);
+        merge_terminal_alternations(bnf, opts);
+        inline_single_terminals(bnf);
+    }
+    merge_equal_nonterminals(bnf);
+    remove_useless(bnf);
+    check_size(bnf, opts)?;
+    Ok(start_nullable)
+}
+
+fn check_size(bnf: &Bnf, opts: &CompileOptions) -> Result<(), Diagnostic> {
+    let n = bnf.symbol_count();
+    if n > opts.max_grammar_symbols {
+        return Err(Diagnostic::new(
+            ErrorKind::Limit,
+            Span::default(),
+            format!(
+                "normalized grammar has {n} symbols, over max_grammar_symbols = {}",
+                opts.max_grammar_symbols
+            ),
+        )
+        .hint("simplify the grammar or raise `max_grammar_symbols`"));
+    }
+    Ok(())
+}
+
+fn terminal_nullable(bnf: &Bnf, s: Sym) -> bool {
+    match s {
+        Sym::Nt(_) | Sym::Lit(_) => false,
+        Sym::Regex(r) => bnf.regexes[r as usize].dfa.matches_empty(),
+        Sym::Except(e) => bnf.excepts[e as usize].dfa.matches_empty(),
+    }
+}
+
+fn nullable_set(bnf: &Bnf) -> Vec<bool> {
+    let mut nullable = vec![false; bnf.rules.len()];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (nt, alts) in bnf.rules.iter().enumerate() {
+            if nullable[nt] {
+                continue;
+            }
+            let is = alts.iter().any(|alt| {
+                alt.iter().all(|&s| match s {
+                    Sym::Nt(n) => nullable[n as usize],
+                    t => terminal_nullable(bnf, t),
+                })
+            });
+            if is {
+                nullable[nt] = true;
+                changed = true;
+            }
+        }
+    }
+    nullable
+}
+
+/// Rewrites every production into the variants with and without each nullable symbol and drops
+/// empty productions; nullable terminals then stand for their non-empty matches only.
+fn eliminate_nullable(bnf: &mut Bnf) -> bool {
+    // Split long productions with many nullable symbols: A ::= s1 s2 ... sn  →  A ::= s1 R; R ::= s2..sn.
+    let mut nullable = nullable_set(bnf);
+    let is_nullable = |bnf: &Bnf, nullable: &[bool], s: Sym| -> bool {
+        match s {
+            Sym::Nt(n) => nullable[n as usize],
+            t => terminal_nullable(bnf, t),
+        }
+    };
+    let mut nt = 0;
+    while nt < bnf.rules.len() {
+        let mut i = 0;
+        while i < bnf.rules[nt].len() {
+            let alt = &bnf.rules[nt][i];
+            let count = alt
+                .iter()
+                .filter(|&&s| is_nullable(bnf, &nullable, s))
+                .count();
+            if count > MAX_NULLABLE_PER_PRODUCTION && alt.len() > 2 {
+                let alt = bnf.rules[nt][i].clone();
+                let rest: Vec<Sym> = alt[1..].to_vec();
+                let rest_nullable = rest.iter().all(|&s| is_nullable(bnf, &nullable, s));
+                let r = bnf.add_nt(format!("{}+", bnf.names[nt]));
+                bnf.rules[r as usize].push(rest);
+                nullable.push(rest_nullable);
+                bnf.rules[nt][i] = vec![alt[0], Sym::Nt(r)];
+            }
+            i += 1;
+        }
+        nt += 1;
+    }
+    let start_nullable = nullable[bnf.start as usize];
+    for nt in 0..bnf.rules.len() {
+        let alts = std::mem::take(&mut bnf.rules[nt]);
+        let mut out: Vec<Vec<Sym>> = Vec::new();
+        let mut seen: FxHashSet<Vec<Sym>> = FxHashSet::default();
+        for alt in alts {
+            let positions: Vec<usize> = (0..alt.len())
+                .filter(|&k| is_nullable(bnf, &nullable, alt[k]))
+                .collect();
+            for mask in 0u32..(1u32 << positions.len()) {
+                let variant: Vec<Sym> = alt
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| {
+                        positions
+                            .iter()
+                            .position(|p| p == k)
+                            .is_none_or(|bit| mask & (1 << bit) == 0)
+                    })
+                    .map(|(_, &s)| s)
+                    .collect();
+                if !variant.is_empty() && seen.insert(variant.clone()) {
+                    out.push(variant);
+                }
+            }
+        }
+        bnf.rules[nt] = out;
+    }
+    start_nullable
+}
+
+fn terminal_productive(bnf: &Bnf, s: Sym) -> bool {
+    match s {
+        Sym::Nt(_) => false,
+        Sym::Lit(_) => true,
+        Sym::Regex(r) => bnf.regexes[r as usize].dfa.matches_nonempty(),
+        Sym::Except(e) => {
+            let t = &bnf.excepts[e as usize];
+            let d = &t.dfa;
+            if !d.matches_nonempty() {
+                return false;
+            }
+            // Shortest non-empty match must fit the length bound.
+            let shortest = d
+                .live_bytes(d.start())
+                .iter()
+                .map(|b| d.min_to_accept(d.next(d.start(), b)).saturating_add(1))
+                .min()
+                .unwrap_or(u32::MAX);
+            t.max.is_none_or(|m| shortest <= m)
+        }
+    }
+}
+
+/// Removes productions using non-productive symbols, then nonterminals unreachable from start.
+fn remove_useless(bnf: &mut Bnf) {
+    let n = bnf.rules.len();
+    let mut productive = vec![false; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for nt in 0..n {
+            if productive[nt] {
+                continue;
+            }
+            if bnf.rules[nt].iter().any(|alt| {
+                alt.iter().all(|&s| match s {
+                    Sym::Nt(m) => productive[m as usize],
+                    t => terminal_productive(bnf, t),
+                })
+            }) {
+                productive[nt] = true;
+                changed = true;
+            }
+        }
+    }
+    for nt in 0..n {
+        let keep: Vec<Vec<Sym>> = std::mem::take(&mut bnf.rules[nt])
+            .into_iter()
+            .filter(|alt| {
+                alt.iter().all(|&s| match s {
+                    Sym::Nt(m) => productive[m as usize],
+                    t => terminal_productive(bnf, t),
+                })
+            })
+            .collect();
+        bnf.rules[nt] = keep;
+    }
+    let reachable = reachable(bnf);
+    for nt in 0..n {
+        if !reachable[nt] {
+            bnf.rules[nt].clear();
+        }
+    }
+}
+
+fn reachable(bnf: &Bnf) -> Vec<bool> {
+    let mut seen = vec![false; bnf.rules.len()];
+    let mut stack = vec![bnf.start];
+    seen[bnf.start as usize] = true;
+    while let Some(nt) = stack.pop() {
+        for alt in &bnf.rules[nt as usize] {
+            for &s in alt {
+                if let Sym::Nt(m) = s {
+                    if !seen[m as usize] {
+                        seen[m as usize] = true;
+                        stack.push(m);
+                    }
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// Replaces `A ::= B` by B's productions (transitively); unit cycles collapse.
+fn remove_unit_rules(bnf: &mut Bnf) {
+    let n = bnf.rules.len();
+    let mut new_rules: Vec<Vec<Vec<Sym>>> = Vec::with_capacity(n);
+    for nt in 0..n {
+        // Unit closure of nt by DFS.
+        let mut seen = FxHashSet::default();
+        let mut stack = vec![nt as u32];
+        seen.insert(nt as u32);
+        let mut out = Vec::new();
+        let mut dedup = FxHashSet::default();
+        while let Some(x) = stack.pop() {
+            for alt in &bnf.rules[x as usize] {
+                match alt.as_slice() {
+                    [Sym::Nt(y)] => {
+                        if seen.insert(*y) {
+                            stack.push(*y);
+                        }
+                    }
+                    _ => {
+                        if dedup.insert(alt.clone()) {
+                            out.push(alt.clone());
+                        }
+                    }
+                }
+            }
+        }
+        new_rules.push(out);
+    }
+    bnf.rules = new_rules;
+    remove_useless(bnf);
+}
+
+/// The single-terminal alternatives of a nonterminal (`A ::= 'x' | #"y" | ...`) become one regex
+/// terminal: one DFA instead of one Earley item per alternative.
+fn merge_terminal_alternations(bnf: &mut Bnf, opts: &CompileOptions) {
+    for nt in 0..bnf.rules.len() {
+        let single = |a: &Vec<Sym>| matches!(a.as_slice(), [Sym::Lit(_)] | [Sym::Regex(_)]);
+        let count = bnf.rules[nt].iter().filter(|a| single(a)).count();
+        if count < 2 {
+            continue;
+        }
+        let parts: Vec<String> = bnf.rules[nt]
+            .iter()
+            .filter(|a| single(a))
+            .map(|a| match a[0] {
+                Sym::Lit(l) => escape_bytes(&bnf.literals[l as usize]),
+                Sym::Regex(r) => format!("(?:{})", bnf.regexes[r as usize].pattern),
+                _ => unreachable!("filtered to single terminals"),
+            })
+            .collect();
+        let pattern = parts.join("|");
+        // A union too large for the DFA limit stays an alternation.
+        if let Ok(dfa) = Dfa::from_regex(&pattern, opts.dfa_size_limit) {
+            let id = bnf.intern_regex(pattern, dfa);
+            let mut alts: Vec<Vec<Sym>> = std::mem::take(&mut bnf.rules[nt])
+                .into_iter()
+                .filter(|a| !single(a))
+                .collect();
+            alts.push(vec![Sym::Regex(id)]);
+            bnf.rules[nt] = alts;
+        }
+    }
+}
+
+/// Substitutes nonterminals defined by a single one-terminal production (not `except!`, which must
+/// stay first in its own production) into their uses.
+fn inline_single_terminals(bnf: &mut Bnf) {
+    let subst: Vec<Option<Sym>> = bnf
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(nt, alts)| match alts.as_slice() {
+            [alt] if nt as u32 != bnf.start => match alt.as_slice() {
+                [s @ (Sym::Lit(_) | Sym::Regex(_))] => Some(*s),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    for alts in bnf.rules.iter_mut() {
+        for alt in alts.iter_mut() {
+            for s in alt.iter_mut() {
+                if let Sym::Nt(m) = *s {
+                    if let Some(t) = subst[m as usize] {
+                        *s = t;
+                    }
+                }
+            }
+        }
+    }
+    remove_useless(bnf);
+}
+
+fn merge_literal_runs(bnf: &mut Bnf) {
+    for nt in 0..bnf.rules.len() {
+        let alts = std::mem::take(&mut bnf.rules[nt]);
+        let mut out = Vec::with_capacity(alts.len());
+        let mut seen = FxHashSet::default();
+        for alt in alts {
+            let mut merged: Vec<Sym> = Vec::with_capacity(alt.len());
+            for s in alt {
+                if let (Sym::Lit(b), Some(Sym::Lit(a))) = (s, merged.last().copied()) {
+                    let mut bytes = bnf.literals[a as usize].clone();
+                    bytes.extend_from_slice(&bnf.literals[b as usize]);
+                    let id = bnf.intern_literal(&bytes);
+                    *merged.last_mut().expect("non-empty") = Sym::Lit(id);
+                } else {
+                    merged.push(s);
+                }
+            }
+            if seen.insert(merged.clone()) {
+                out.push(merged);
+            }
+        }
+        bnf.rules[nt] = out;
+    }
+}
+
+/// Nonterminals with identical (sorted) production sets are merged, to a fixpoint.
+fn merge_equal_nonterminals(bnf: &mut Bnf) {
+    for _ in 0..16 {
+        let mut canon: FxHashMap<Vec<Vec<Sym>>, u32> = FxHashMap::default();
+        let mut map: Vec<u32> = (0..bnf.rules.len() as u32).collect();
+        let mut changed = false;
+        for nt in 0..bnf.rules.len() {
+            if bnf.rules[nt].is_empty() {
+                continue;
+            }
+            let mut key = bnf.rules[nt].clone();
+            key.sort();
+            match canon.get(&key) {
+                Some(&rep) if nt as u32 != bnf.start => {
+                    map[nt] = rep;
+                    changed = true;
+                }
+                _ => {
+                    canon.insert(key, nt as u32);
+                }
+            }
+        }
+        if !changed {
+            return;
+        }
+        for alts in bnf.rules.iter_mut() {
+            for alt in alts.iter_mut() {
+                for s in alt.iter_mut() {
+                    if let Sym::Nt(m) = *s {
+                        *s = Sym::Nt(map[m as usize]);
+                    }
+                }
+            }
+            let mut seen = FxHashSet::default();
+            alts.retain(|a| seen.insert(a.clone()));
+        }
+        remove_useless(bnf);
+    }
+}
