@@ -1,0 +1,289 @@
+"""JSON Schema and Python types → KBNF grammars whose language is exactly the valid documents.
+
+``to_kbnf(schema_or_type, ...)`` returns KBNF text (start rule ``start``) accepting JSON texts in
+the chosen layout. The grammar never accepts an invalid document; where a keyword cannot be
+enforced exactly, :class:`structout.errors.UnsupportedSchemaError` is raised (or, with
+``lenient=True``, a :class:`SchemaApproximationWarning` is issued and the keyword is
+approximated). See ``docs/json_schema.md`` for the keyword coverage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import SchemaError, UnsupportedSchemaError
+from . import _compile as cp
+from ._emit import Emitter, Layout
+from ._ir import Node, Unsupported
+
+__all__ = [
+    "SchemaApproximationWarning",
+    "SchemaTranslation",
+    "canonical_schema_key",
+    "json_schema_of",
+    "to_kbnf",
+    "translate",
+]
+
+DEFAULT_MAX_WHITESPACE = 32
+DEFAULT_MAX_NESTING = 32
+DEFAULT_MAX_SCHEMA_DEPTH = 256
+DEFAULT_MAX_SUBSCHEMAS = 100_000
+
+
+class SchemaApproximationWarning(UserWarning):
+    """``lenient=True``: a keyword could not be enforced exactly and was approximated."""
+
+
+def json_schema_of(schema_or_type: Any, *, by_alias: bool = True) -> tuple[Any, bool]:
+    """The JSON Schema for a schema dict/bool or a Python type; and whether it came from Python.
+
+    Python types go through ``pydantic.TypeAdapter(T).json_schema(mode="validation")``; object
+    schemas generated for models, dataclasses and TypedDicts get ``additionalProperties: false``
+    unless the type allows extra keys (Pydantic then says ``additionalProperties: true``).
+    """
+    if isinstance(schema_or_type, (dict, bool)):
+        return schema_or_type, False
+    if isinstance(schema_or_type, str):
+        try:
+            return json.loads(schema_or_type), False
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"schema text is not valid JSON: {e}", "") from None
+    try:
+        from pydantic import TypeAdapter
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise SchemaError(
+            "translating Python types needs pydantic>=2 (pip install pydantic)", ""
+        ) from e
+    try:
+        schema = TypeAdapter(schema_or_type).json_schema(by_alias=by_alias, mode="validation")
+    except Exception as e:
+        raise SchemaError(f"cannot build a JSON Schema for {schema_or_type!r}: {e}", "") from e
+    _forbid_extras(schema)
+    return schema, True
+
+
+def _forbid_extras(node: Any) -> None:
+    if not isinstance(node, dict):
+        return
+    if (
+        isinstance(node.get("properties"), dict)
+        and "additionalProperties" not in node
+        and node.get("type", "object") == "object"
+    ):
+        node["additionalProperties"] = False
+    for kw in cp._SCHEMA_MAP_KWS:
+        sub = node.get(kw)
+        if isinstance(sub, dict):
+            for v in sub.values():
+                _forbid_extras(v)
+    for kw in cp._SCHEMA_KWS:
+        _forbid_extras(node.get(kw))
+    for kw in cp._SCHEMA_LIST_KWS:
+        sub = node.get(kw)
+        if isinstance(sub, list):
+            for v in sub:
+                _forbid_extras(v)
+
+
+class SchemaTranslation:
+    """The result of translating one schema: KBNF text plus helpers for tests and tools."""
+
+    def __init__(
+        self, kbnf: str, root: Node, compiler: cp.Compiler, layout: Layout, schema: Any
+    ) -> None:
+        self.kbnf = kbnf
+        self.root = root
+        self._compiler = compiler
+        self.layout = layout
+        self.schema = schema
+
+    def is_valid(self, value: Any) -> bool:
+        """Whether ``value`` is valid under the translated schema (exact IR semantics)."""
+        return self._compiler.alg.matches(self.root, value)
+
+    def dumps(self, value: Any) -> str:
+        """Serialize ``value`` in the grammar's layout, object keys in the grammar's order."""
+        return self.layout.dumps(self._order(self.root, value, 0))
+
+    def _order(self, node: Node, value: Any, depth: int) -> Any:
+        alg = self._compiler.alg
+        if depth > 200 or not isinstance(value, (dict, list)):
+            return value
+        try:
+            alts = alg.alternatives(node)
+        except Unsupported:
+            return value
+        kind = "obj" if isinstance(value, dict) else "arr"
+        cands = [a for a in alts if a.kind == kind]
+        if not cands:
+            return value
+        chosen = next((a for a in cands if _matches_safely(alg, a, value)), cands[0])
+        if kind == "arr":
+            prefix, rest = chosen.args[0], chosen.args[1]
+            return [
+                self._order(prefix[i] if i < len(prefix) else rest, v, depth + 1)
+                for i, v in enumerate(value)
+            ]
+        props, req, tail, _mn, _mx, deps, _ex, _ev = chosen.args
+        order = [k for k, _ in props]
+        for k in list(req) + [k for k, ds in deps] + [d for _, ds in deps for d in ds]:
+            if k not in order:
+                order.append(k)
+        named = dict(props)
+        out: dict[str, Any] = {}
+        for k in order:
+            if k in value:
+                sub = named[k] if k in named else alg.tail_value(tail, k)
+                out[k] = self._order(sub, value[k], depth + 1)
+        for k, v in value.items():
+            if k not in out:
+                out[k] = self._order(alg.tail_value(tail, k), v, depth + 1)
+        return out
+
+
+def _matches_safely(alg: Any, node: Node, value: Any) -> bool:
+    """IR matching for layout decisions; values it cannot check count as non-matching."""
+    try:
+        return bool(alg.matches(node, value))
+    except (Unsupported, TypeError, ValueError):
+        return False
+
+
+def translate(
+    schema_or_type: Any,
+    *,
+    whitespace: str = "compact",
+    indent: int | None = None,
+    lenient: bool = False,
+    by_alias: bool = True,
+    max_whitespace: int = DEFAULT_MAX_WHITESPACE,
+    max_nesting: int = DEFAULT_MAX_NESTING,
+    registry: Mapping[str, Any] | None = None,
+    max_schema_depth: int = DEFAULT_MAX_SCHEMA_DEPTH,
+    max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
+) -> SchemaTranslation:
+    """Translate and return a :class:`SchemaTranslation` (see :func:`to_kbnf` for options)."""
+    if indent is not None and (not isinstance(indent, int) or indent < 0):
+        raise ValueError("indent must be a non-negative integer or None")
+    if not isinstance(max_whitespace, int) or max_whitespace < 1:
+        raise ValueError("max_whitespace must be a positive integer")
+    layout = Layout(whitespace, indent, max_whitespace)
+    schema, _from_python = json_schema_of(schema_or_type, by_alias=by_alias)
+    reg, base = cp.mapping_registry(schema, registry, max_subschemas)
+
+    def warn(message: str, keyword: str, pointer: str) -> None:
+        warnings.warn(
+            f"{message} (keyword {keyword!r} at {pointer or '/'}); approximated because "
+            "lenient=True: the grammar may accept some invalid documents",
+            SchemaApproximationWarning,
+            stacklevel=4,
+        )
+
+    compiler = cp.Compiler(reg, lenient=lenient, max_depth=max_schema_depth, warn=warn)
+
+    def on_unsupported(message: str, keyword: str, node: Node | None) -> None:
+        pointer = compiler.origin.get(node, "") if node is not None else ""
+        if not lenient:
+            raise UnsupportedSchemaError(message, keyword, pointer or "/")
+        warn(message, keyword, pointer)
+
+    try:
+        root = compiler.compile_root(base)
+        emitter = Emitter(compiler.alg, layout, max_nesting, on_unsupported, compiler.is_empty)
+        emitter.emit_start(root)
+        text = emitter.render()
+    except cp._Located as e:
+        raise UnsupportedSchemaError(e.err.message, e.err.keyword, e.pointer or "/") from None
+    except Unsupported as e:
+        raise UnsupportedSchemaError(e.message, e.keyword, "/") from None
+    except RecursionError:
+        raise UnsupportedSchemaError("schema nesting too deep to translate", "", "/") from None
+    return SchemaTranslation(text, root, compiler, layout, schema)
+
+
+def to_kbnf(
+    schema_or_type: Any,
+    *,
+    whitespace: str = "compact",
+    indent: int | None = None,
+    lenient: bool = False,
+    by_alias: bool = True,
+    max_whitespace: int = DEFAULT_MAX_WHITESPACE,
+    max_nesting: int = DEFAULT_MAX_NESTING,
+    registry: Mapping[str, Any] | None = None,
+    max_schema_depth: int = DEFAULT_MAX_SCHEMA_DEPTH,
+    max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
+) -> str:
+    """KBNF (start rule ``start``) accepting exactly the valid documents in the chosen layout.
+
+    Args:
+        schema_or_type: a JSON Schema (dict, bool or JSON text), or any Python type Pydantic
+            can describe (models, dataclasses, TypedDict, ``list[int]``, ``Literal[...]``...).
+        whitespace: ``"compact"`` (``{"a": 1, "b": [1, 2]}``) or ``"flexible"`` (any JSON
+            whitespace, runs of at most ``max_whitespace`` characters).
+        indent: pretty-printed like ``json.dumps(value, indent=indent)`` (overrides
+            ``whitespace``); nesting is limited to ``max_nesting`` levels.
+        lenient: approximate unsupported keywords with a warning instead of raising.
+        by_alias: for Python types, use field aliases as property names.
+        registry: extra schema documents by URI, for ``$ref`` to other documents.
+        max_schema_depth, max_subschemas: bounds on the work (LimitExceededError beyond).
+
+    Raises:
+        SchemaError: the schema is invalid (bad keyword values, unresolvable ``$ref``).
+        UnsupportedSchemaError: a keyword cannot be enforced exactly (strict mode).
+        LimitExceededError: the schema exceeds a size or complexity limit.
+    """
+    return translate(
+        schema_or_type,
+        whitespace=whitespace,
+        indent=indent,
+        lenient=lenient,
+        by_alias=by_alias,
+        max_whitespace=max_whitespace,
+        max_nesting=max_nesting,
+        registry=registry,
+        max_schema_depth=max_schema_depth,
+        max_subschemas=max_subschemas,
+    ).kbnf
+
+
+def canonical_schema_key(schema_or_type: Any, **options: Any) -> str:
+    """A stable hash of the canonical schema JSON, the options and the structout version."""
+    import structout
+
+    by_alias = options.get("by_alias", True)
+    schema, _ = json_schema_of(schema_or_type, by_alias=by_alias)
+    defaults: dict[str, Any] = {
+        "whitespace": "compact",
+        "indent": None,
+        "lenient": False,
+        "by_alias": True,
+        "max_whitespace": DEFAULT_MAX_WHITESPACE,
+        "max_nesting": DEFAULT_MAX_NESTING,
+        "max_schema_depth": DEFAULT_MAX_SCHEMA_DEPTH,
+        "max_subschemas": DEFAULT_MAX_SUBSCHEMAS,
+    }
+    opts = dict(defaults)
+    opts.update(options)
+    payload = json.dumps(
+        {
+            "schema": schema,
+            "options": opts,
+            "version": getattr(structout, "__version__", "0"),
+            "translator": _TRANSLATOR_REVISION,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+        default=repr,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+# Bump when the emitted grammar for an unchanged schema changes (invalidates caches).
+_TRANSLATOR_REVISION = 1

@@ -1,0 +1,424 @@
+"""Finite automata over code points, used where a language needs intersection or complement.
+
+Every DFA in a computation shares one partition of the code points into *atoms* (disjoint
+charsets that no leaf charset splits), so transitions are per-atom integer tables. DFAs are
+total: state 0 is not special, a dead state exists whenever some atom leads nowhere.
+
+Work is bounded: :class:`AutomatonTooLarge` is raised when a construction exceeds its budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from . import _charset as cs
+from . import _regex as rx
+
+MAX_NFA_STATES = 60_000
+MAX_DFA_STATES = 6_000
+
+
+class AutomatonTooLarge(Exception):
+    """A construction exceeded its state budget."""
+
+
+def collect_sets(node: rx.Node, out: list[cs.Charset]) -> None:
+    t = node[0]
+    if t == "set":
+        out.append(node[1])
+    elif t in ("cat", "alt"):
+        for x in node[1]:
+            collect_sets(x, out)
+    elif t == "rep":
+        collect_sets(node[1], out)
+
+
+def make_atoms(sets: Iterable[cs.Charset]) -> list[cs.Charset]:
+    """The coarsest partition of all code points refining every given charset."""
+    uniq = list(dict.fromkeys(sets))
+    bounds = {0, cs.MAX_CP + 1}
+    for s in uniq:
+        for lo, hi in s:
+            bounds.add(lo)
+            bounds.add(hi + 1)
+    points = sorted(bounds)
+    groups: dict[tuple[bool, ...], list[cs.Interval]] = {}
+    for a, b in zip(points, points[1:]):
+        sig = tuple(cs.contains(s, a) for s in uniq)
+        groups.setdefault(sig, []).append((a, b - 1))
+    return [cs.make(v) for v in groups.values()]
+
+
+class Alphabet:
+    """A partition of code points into atoms, with charset → atom-bitmask lookup."""
+
+    def __init__(self, atoms: list[cs.Charset]) -> None:
+        self.atoms = atoms
+        self._starts = sorted((lo, i) for i, a in enumerate(atoms) for lo, _ in a)
+        self._cache: dict[cs.Charset, int] = {}
+
+    def atom_of(self, cp: int) -> int:
+        lo_i, hi_i = 0, len(self._starts)
+        while lo_i + 1 < hi_i:
+            mid = (lo_i + hi_i) // 2
+            if self._starts[mid][0] <= cp:
+                lo_i = mid
+            else:
+                hi_i = mid
+        return self._starts[lo_i][1]
+
+    def mask(self, s: cs.Charset) -> int:
+        m = self._cache.get(s)
+        if m is None:
+            m = 0
+            for i, a in enumerate(self.atoms):
+                if a and cs.contains(s, a[0][0]):
+                    m |= 1 << i
+            self._cache[s] = m
+        return m
+
+    def charset(self, mask: int) -> cs.Charset:
+        return cs.union(*(a for i, a in enumerate(self.atoms) if mask >> i & 1))
+
+    @classmethod
+    def for_nodes(cls, nodes: Sequence[rx.Node]) -> Alphabet:
+        sets: list[cs.Charset] = []
+        for n in nodes:
+            collect_sets(n, sets)
+        return cls(make_atoms(sets))
+
+
+class _NFA:
+    def __init__(self) -> None:
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[int, int]]] = []
+
+    def new(self) -> int:
+        if len(self.eps) >= MAX_NFA_STATES:
+            raise AutomatonTooLarge("NFA state budget exceeded")
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def build(self, node: rx.Node, alpha: Alphabet) -> tuple[int, int]:
+        t = node[0]
+        if t == "eps":
+            s = self.new()
+            return s, s
+        if t == "none":
+            return self.new(), self.new()
+        if t == "set":
+            s, e = self.new(), self.new()
+            m = alpha.mask(node[1])
+            if m:
+                self.edges[s].append((m, e))
+            return s, e
+        if t == "cat":
+            s, e = self.build(node[1][0], alpha)
+            for x in node[1][1:]:
+                s2, e2 = self.build(x, alpha)
+                self.eps[e].append(s2)
+                e = e2
+            return s, e
+        if t == "alt":
+            s, e = self.new(), self.new()
+            for x in node[1]:
+                s2, e2 = self.build(x, alpha)
+                self.eps[s].append(s2)
+                self.eps[e2].append(e)
+            return s, e
+        if t == "rep":
+            inner, lo, hi = node[1], node[2], node[3]
+            s = self.new()
+            cur = s
+            for _ in range(lo):
+                a, b = self.build(inner, alpha)
+                self.eps[cur].append(a)
+                cur = b
+            if hi is None:
+                a, b = self.build(inner, alpha)
+                self.eps[cur].append(a)
+                self.eps[b].append(a)
+                end = self.new()
+                self.eps[cur].append(end)
+                self.eps[b].append(end)
+                return s, end
+            end = self.new()
+            self.eps[cur].append(end)
+            for _ in range(hi - lo):
+                a, b = self.build(inner, alpha)
+                self.eps[cur].append(a)
+                self.eps[b].append(end)
+                cur = b
+            return s, end
+        raise AssertionError(f"unexpected regex node {t}")
+
+
+class DFA:
+    """A total DFA over the atoms of ``alpha``."""
+
+    def __init__(self, alpha: Alphabet, trans: list[list[int]], accept: list[bool], start: int):
+        self.alpha = alpha
+        self.trans = trans
+        self.accept = accept
+        self.start = start
+
+    @property
+    def n(self) -> int:
+        return len(self.trans)
+
+    # --- construction ---
+
+    @classmethod
+    def from_regex(cls, node: rx.Node, alpha: Alphabet) -> DFA:
+        nfa = _NFA()
+        s, e = nfa.build(node, alpha)
+        natoms = len(alpha.atoms)
+
+        def closure(states: Iterable[int]) -> frozenset[int]:
+            stack = list(states)
+            seen = set(stack)
+            while stack:
+                q = stack.pop()
+                for r in nfa.eps[q]:
+                    if r not in seen:
+                        seen.add(r)
+                        stack.append(r)
+            return frozenset(seen)
+
+        start = closure([s])
+        index: dict[frozenset[int], int] = {start: 0}
+        order = [start]
+        trans: list[list[int]] = []
+        accept: list[bool] = []
+        i = 0
+        while i < len(order):
+            cur = order[i]
+            i += 1
+            accept.append(e in cur)
+            row = []
+            targets: list[list[int]] = [[] for _ in range(natoms)]
+            for q in cur:
+                for m, r in nfa.edges[q]:
+                    a = 0
+                    while m:
+                        if m & 1:
+                            targets[a].append(r)
+                        m >>= 1
+                        a += 1
+            for a in range(natoms):
+                nxt = closure(targets[a]) if targets[a] else frozenset()
+                j = index.get(nxt)
+                if j is None:
+                    if len(order) >= MAX_DFA_STATES:
+                        raise AutomatonTooLarge("DFA state budget exceeded")
+                    j = len(order)
+                    index[nxt] = j
+                    order.append(nxt)
+                row.append(j)
+            trans.append(row)
+        return cls(alpha, trans, accept, 0).minimize()
+
+    def complement(self) -> DFA:
+        return DFA(self.alpha, self.trans, [not a for a in self.accept], self.start)
+
+    def product(self, other: DFA, op: str) -> DFA:
+        assert self.alpha is other.alpha
+        natoms = len(self.alpha.atoms)
+        index: dict[tuple[int, int], int] = {(self.start, other.start): 0}
+        order = [(self.start, other.start)]
+        trans: list[list[int]] = []
+        accept: list[bool] = []
+        i = 0
+        while i < len(order):
+            p, q = order[i]
+            i += 1
+            a1, a2 = self.accept[p], other.accept[q]
+            accept.append((a1 and a2) if op == "and" else (a1 or a2))
+            row = []
+            for a in range(natoms):
+                key = (self.trans[p][a], other.trans[q][a])
+                j = index.get(key)
+                if j is None:
+                    if len(order) >= MAX_DFA_STATES:
+                        raise AutomatonTooLarge("DFA state budget exceeded")
+                    j = len(order)
+                    index[key] = j
+                    order.append(key)
+                row.append(j)
+            trans.append(row)
+        return DFA(self.alpha, trans, accept, 0).minimize()
+
+    def minimize(self) -> DFA:
+        """Moore partition refinement on the reachable part."""
+        n = self.n
+        natoms = len(self.alpha.atoms)
+        # reachable states
+        seen = [False] * n
+        seen[self.start] = True
+        stack = [self.start]
+        while stack:
+            q = stack.pop()
+            for r in self.trans[q]:
+                if not seen[r]:
+                    seen[r] = True
+                    stack.append(r)
+        states = [q for q in range(n) if seen[q]]
+        block = {q: (1 if self.accept[q] else 0) for q in states}
+        nblocks = len(set(block.values()))
+        while True:
+            sigs: dict[tuple[int, ...], int] = {}
+            new_block = {}
+            for q in states:
+                sig = (block[q],) + tuple(block[self.trans[q][a]] for a in range(natoms))
+                b = sigs.get(sig)
+                if b is None:
+                    b = len(sigs)
+                    sigs[sig] = b
+                new_block[q] = b
+            block = new_block
+            if len(sigs) == nblocks:
+                break
+            nblocks = len(sigs)
+        trans: list[list[int]] = [[] for _ in range(nblocks)]
+        accept = [False] * nblocks
+        done = set()
+        for q in states:
+            b = block[q]
+            if b in done:
+                continue
+            done.add(b)
+            trans[b] = [block[self.trans[q][a]] for a in range(natoms)]
+            accept[b] = self.accept[q]
+        return DFA(self.alpha, trans, accept, block[self.start])
+
+    # --- queries ---
+
+    def live_states(self) -> list[bool]:
+        """States from which an accepting state is reachable."""
+        n = self.n
+        rev: list[list[int]] = [[] for _ in range(n)]
+        for q in range(n):
+            for r in set(self.trans[q]):
+                rev[r].append(q)
+        live = [False] * n
+        stack = [q for q in range(n) if self.accept[q]]
+        for q in stack:
+            live[q] = True
+        while stack:
+            q = stack.pop()
+            for p in rev[q]:
+                if not live[p]:
+                    live[p] = True
+                    stack.append(p)
+        return live
+
+    def is_empty(self) -> bool:
+        return not self.live_states()[self.start]
+
+    def is_universal(self) -> bool:
+        return self.complement().is_empty()
+
+    def matches(self, text: str) -> bool:
+        q = self.start
+        for ch in text:
+            q = self.trans[q][self.alpha.atom_of(ord(ch))]
+        return self.accept[q]
+
+    def live_edges(self) -> tuple[list[bool], list[dict[int, cs.Charset]]]:
+        """Live states and, per live state, live target → charset of the transition."""
+        live = self.live_states()
+        out: list[dict[int, cs.Charset]] = []
+        for q in range(self.n):
+            d: dict[int, int] = {}
+            if live[q]:
+                for a, r in enumerate(self.trans[q]):
+                    if live[r]:
+                        d[r] = d.get(r, 0) | (1 << a)
+            out.append({r: self.alpha.charset(m) for r, m in d.items()})
+        return live, out
+
+    # --- conversion back to a regex ---
+
+    def to_regex(self, max_size: int = 4000) -> rx.Node | None:
+        """State elimination; None when the result would exceed ``max_size`` AST nodes."""
+        live, edges = self.live_edges()
+        if not live[self.start]:
+            return rx.NONE
+        states = [q for q in range(self.n) if live[q]]
+        S, F = -1, -2
+        # edge map: (i, j) -> node
+        fwd: dict[int, dict[int, rx.Node]] = {q: {} for q in states}
+        fwd[S] = {self.start: rx.EPS}
+        bwd: dict[int, dict[int, rx.Node]] = {q: {} for q in states}
+        bwd[F] = {}
+        bwd[self.start][S] = rx.EPS
+        for q in states:
+            for r, chars in edges[q].items():
+                node = rx.cset(chars)
+                fwd[q][r] = node
+                bwd[r][q] = node
+            if self.accept[q]:
+                fwd[q][F] = rx.EPS
+                bwd[F][q] = rx.EPS
+        remaining = set(states)
+        total = 0
+        while remaining:
+            # pick the state with the smallest in*out product
+            k = min(
+                remaining,
+                key=lambda s: (
+                    (len(bwd[s]) - (s in bwd[s])) * (len(fwd[s]) - (s in fwd[s])),
+                    s,
+                ),
+            )
+            remaining.discard(k)
+            loop = fwd[k].pop(k, None)
+            bwd[k].pop(k, None)
+            star = rx.rep(loop, 0, None) if loop is not None else rx.EPS
+            ins = list(bwd[k].items())
+            outs = list(fwd[k].items())
+            for i, r1 in ins:
+                fwd[i].pop(k, None)
+            for j, r2 in outs:
+                bwd[j].pop(k, None)
+            for i, r1 in ins:
+                for j, r2 in outs:
+                    path = rx.cat(r1, star, r2)
+                    old = fwd[i].get(j)
+                    new = path if old is None else rx.alt(old, path)
+                    new = simplify_chain(new)
+                    total = rx.size(new)
+                    if total > max_size:
+                        return None
+                    fwd[i][j] = new
+                    bwd[j][i] = new
+            del fwd[k]
+            del bwd[k]
+        res = fwd[S].get(F, rx.NONE)
+        return res
+
+
+def simplify_chain(node: rx.Node) -> rx.Node:
+    """Fold ``X(X(X)?)?`` style nests that state elimination produces into counted repeats."""
+    if node[0] == "cat" and len(node[1]) == 2:
+        x, y = node[1]
+        if y[0] == "rep" and y[2] == 0 and y[3] == 1:
+            inner = y[1]
+            if inner == x:
+                return rx.rep(x, 1, 2)
+            if inner[0] == "rep" and inner[1] == x and inner[2] <= 1:
+                hi = None if inner[3] is None else inner[3] + 1
+                return rx.rep(x, 1, hi)
+    if node[0] == "rep" and node[2] == 0 and node[3] == 1:
+        inner = node[1]
+        if inner[0] == "rep" and inner[2] == 1:
+            return rx.rep(inner[1], 0, inner[3])
+    return node
+
+
+# --- formula evaluation -------------------------------------------------------------------------
+
+
+def regex_dfa(node: rx.Node, alpha: Alphabet) -> DFA:
+    return DFA.from_regex(node, alpha)

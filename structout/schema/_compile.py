@@ -1,0 +1,922 @@
+"""JSON Schema documents → IR nodes (see :mod:`._ir`).
+
+Handles draft 2020-12 and 2019-09, and the older forms found in the wild (draft-04/06/07:
+``definitions``, ``id``, array ``items`` with ``additionalItems``, ``dependencies``, boolean
+``exclusiveMinimum``/``exclusiveMaximum``, ``$ref`` overriding its siblings).
+
+Every subschema is compiled at most once per annotation mode; ``$ref`` targets become lazy
+:class:`._ir.Node` refs so recursive schemas stay finite.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from fractions import Fraction
+from itertools import combinations
+from typing import Any
+from urllib.parse import unquote, urldefrag, urljoin
+
+from ..errors import LimitExceededError, SchemaError
+from . import _automata as am
+from . import _formats as fmt
+from . import _ir
+from . import _numbers as nm
+from . import _regex as rx
+from . import _strlang as sl
+from ._ir import Algebra, Node, Unsupported
+
+DEFAULT_BASE = "urn:structout:root"
+
+# Keywords whose values are subschemas (used to index $id/$anchor and to walk documents).
+_SCHEMA_MAP_KWS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_SCHEMA_KWS = (
+    "additionalProperties",
+    "additionalItems",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "items",
+    "contentSchema",
+)
+_SCHEMA_LIST_KWS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+
+# Keywords that assert something and that we handle; everything else is an annotation or an
+# unknown keyword (ignored, as JSON Schema prescribes).
+_HANDLED = {
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "patternProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "minItems",
+    "maxItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "uniqueItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+}
+
+_TYPE_NAMES = {"null", "boolean", "object", "array", "number", "string", "integer"}
+
+
+def json_pointer_escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _draft_of(schema_uri: Any) -> int | None:
+    if not isinstance(schema_uri, str):
+        return None
+    s = schema_uri
+    if "draft-03" in s or "draft-02" in s or "draft-01" in s:
+        return 3
+    if "draft-04" in s:
+        return 4
+    if "draft-06" in s:
+        return 6
+    if "draft-07" in s:
+        return 7
+    if "2019-09" in s:
+        return 2019
+    if "2020-12" in s:
+        return 2020
+    return None
+
+
+class Location:
+    """A subschema: its value, pointer within its document, base URI and draft."""
+
+    __slots__ = ("base", "doc_uri", "draft", "pointer", "resource_ptr", "value")
+
+    def __init__(
+        self, value: Any, doc_uri: str, pointer: str, base: str, draft: int, resource_ptr: str
+    ) -> None:
+        self.value = value
+        self.doc_uri = doc_uri
+        self.pointer = pointer
+        self.base = base
+        self.draft = draft
+        self.resource_ptr = resource_ptr
+
+    @property
+    def key(self) -> str:
+        return f"{self.doc_uri}#{self.pointer}"
+
+
+class Registry:
+    """Documents by URI, with ``$id``/``$anchor``/``$dynamicAnchor`` indexes."""
+
+    def __init__(self, max_subschemas: int) -> None:
+        self.docs: dict[str, Any] = {}
+        self.resources: dict[str, tuple[str, str, int]] = {}  # uri -> (doc_uri, pointer, draft)
+        self.anchors: dict[str, tuple[str, str, int]] = {}  # uri#anchor -> location
+        self.dynamic_anchors: dict[str, list[str]] = {}  # anchor name -> [uri#anchor]
+        self.recursive_anchor = False
+        self.count = 0
+        self.max_subschemas = max_subschemas
+
+    def add(self, uri: str, doc: Any, default_draft: int = 2020) -> None:
+        uri = urldefrag(uri)[0]
+        if uri in self.docs:
+            return
+        self.docs[uri] = doc
+        draft = default_draft
+        if isinstance(doc, dict):
+            draft = _draft_of(doc.get("$schema")) or default_draft
+        self.resources.setdefault(uri, (uri, "", draft))
+        self._index(doc, uri, "", uri, draft)
+
+    def _index(self, node: Any, doc_uri: str, ptr: str, base: str, draft: int) -> None:
+        self.count += 1
+        if self.count > self.max_subschemas:
+            raise LimitExceededError(
+                f"schema too large: more than {self.max_subschemas} subschemas (max_subschemas)"
+            )
+        if not isinstance(node, dict):
+            return
+        d = _draft_of(node.get("$schema"))
+        if d is not None:
+            draft = d
+        id_kw = "$id" if draft >= 6 else "id"
+        ident = node.get(id_kw)
+        if isinstance(ident, str) and not (draft >= 2019 and ident.startswith("#")):
+            url, frag = urldefrag(ident)
+            if url:
+                base = _join(base, url)
+                self.resources.setdefault(base, (doc_uri, ptr, draft))
+            if frag and draft < 2019:
+                self.anchors.setdefault(f"{base}#{frag}", (doc_uri, ptr, draft))
+        elif isinstance(ident, str) and ident.startswith("#") and draft < 2019:
+            self.anchors.setdefault(f"{base}{ident}", (doc_uri, ptr, draft))
+        anchor = node.get("$anchor")
+        if isinstance(anchor, str):
+            self.anchors.setdefault(f"{base}#{anchor}", (doc_uri, ptr, draft))
+        dyn = node.get("$dynamicAnchor")
+        if isinstance(dyn, str):
+            self.anchors.setdefault(f"{base}#{dyn}", (doc_uri, ptr, draft))
+            self.dynamic_anchors.setdefault(dyn, []).append(f"{base}#{dyn}")
+        if node.get("$recursiveAnchor") is True:
+            self.recursive_anchor = True
+        for kw in _SCHEMA_MAP_KWS:
+            sub = node.get(kw)
+            if isinstance(sub, dict):
+                for k, v in sub.items():
+                    self._index(v, doc_uri, f"{ptr}/{kw}/{json_pointer_escape(k)}", base, draft)
+        deps = node.get("dependencies")
+        if isinstance(deps, dict):
+            for k, v in deps.items():
+                if isinstance(v, (dict, bool)):
+                    self._index(
+                        v, doc_uri, f"{ptr}/dependencies/{json_pointer_escape(k)}", base, draft
+                    )
+        for kw in _SCHEMA_KWS:
+            sub = node.get(kw)
+            if isinstance(sub, (dict, bool)):
+                self._index(sub, doc_uri, f"{ptr}/{kw}", base, draft)
+        for kw in _SCHEMA_LIST_KWS:
+            sub = node.get(kw)
+            if isinstance(sub, list):
+                for i, v in enumerate(sub):
+                    self._index(v, doc_uri, f"{ptr}/{kw}/{i}", base, draft)
+
+    def locate(self, doc_uri: str, pointer: str) -> Location:
+        """Walk ``pointer`` in a document, tracking base URI and draft."""
+        doc = self.docs[doc_uri]
+        base = doc_uri
+        draft = self.resources.get(doc_uri, (doc_uri, "", 2020))[2]
+        node = doc
+        cur = ""
+        resource_ptr = ""
+        base, draft, resource_ptr = self._enter(node, base, draft, cur, resource_ptr)
+        if pointer:
+            if not pointer.startswith("/"):
+                raise SchemaError(f"invalid JSON pointer {pointer!r}", pointer)
+            for raw in pointer.split("/")[1:]:
+                tok = raw.replace("~1", "/").replace("~0", "~")
+                if isinstance(node, dict) and tok in node:
+                    node = node[tok]
+                elif isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
+                    node = node[int(tok)]
+                else:
+                    raise SchemaError(
+                        f"unresolvable JSON pointer {pointer!r} in {doc_uri}", pointer
+                    )
+                cur = f"{cur}/{raw}"
+                base, draft, resource_ptr = self._enter(node, base, draft, cur, resource_ptr)
+        return Location(node, doc_uri, cur, base, draft, resource_ptr)
+
+    def _enter(
+        self, node: Any, base: str, draft: int, ptr: str, resource_ptr: str
+    ) -> tuple[str, int, str]:
+        if isinstance(node, dict):
+            d = _draft_of(node.get("$schema"))
+            if d is not None:
+                draft = d
+            ident = node.get("$id" if draft >= 6 else "id")
+            if isinstance(ident, str):
+                url = urldefrag(ident)[0]
+                if url:
+                    base = _join(base, url)
+                    resource_ptr = ptr
+        return base, draft, resource_ptr
+
+    def resolve_ref(self, ref: str, loc: Location) -> Location:
+        target = ref if _is_absolute(ref) else _join(loc.base, ref)
+        url, frag = urldefrag(target)
+        if not url:
+            url = loc.base
+        frag = unquote(frag)
+        if frag and not frag.startswith("/"):
+            hit = self.anchors.get(f"{url}#{frag}")
+            if hit is None:
+                raise SchemaError(
+                    f"unresolvable $ref {ref!r}: no anchor {frag!r} in {url}", loc.pointer
+                )
+            return self.locate(hit[0], hit[1])
+        res = self.resources.get(url)
+        if res is None:
+            raise SchemaError(
+                f"unresolvable $ref {ref!r}: document {url!r} is unknown (pass it in `registry`)",
+                loc.pointer,
+            )
+        doc_uri, ptr, _ = res
+        return self.locate(doc_uri, ptr + frag)
+
+
+def _is_absolute(uri: str) -> bool:
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*:", uri) is not None
+
+
+def _join(base: str, ref: str) -> str:
+    if _is_absolute(ref):
+        return ref
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    if base.startswith("urn:") or not re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://", base):
+        # non-hierarchical bases: resolve against a dummy hierarchical URI
+        joined = urljoin("http://structout.invalid/" + base.split(":", 1)[-1].lstrip("/"), ref)
+        return base.split(":", 1)[0] + ":" + joined[len("http://structout.invalid/") :]
+    return urljoin(base, ref)
+
+
+class Compiler:
+    """Compiles a registry's schemas into IR nodes of one :class:`Algebra`."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        lenient: bool = False,
+        max_depth: int = 256,
+        warn: Any = None,
+    ) -> None:
+        self.reg = registry
+        self.lenient = lenient
+        self.max_depth = max_depth
+        self.alg = Algebra(self._resolve_key)
+        self.cache: dict[tuple[str, bool], Node] = {}
+        self.depth = 0
+        self.warn = warn
+        self.origin: dict[Node, str] = {}
+
+    # --- entry points ---
+
+    def compile_root(self, uri: str) -> Node:
+        loc = self.reg.locate(urldefrag(uri)[0], "")
+        return self.ref_to(loc, False)
+
+    def ref_to(self, loc: Location, ann: bool) -> Node:
+        return self.alg.ref(f"{loc.key}{'|ann' if ann else ''}")
+
+    def _resolve_key(self, key: Any) -> Node:
+        assert isinstance(key, str)
+        ann = key.endswith("|ann")
+        if ann:
+            key = key[:-4]
+        doc_uri, _, ptr = key.partition("#")
+        return self.compile(self.reg.locate(doc_uri, ptr), ann)
+
+    # --- errors ---
+
+    def unsupported(self, message: str, keyword: str, loc: Location) -> None:
+        """Raise in strict mode; warn in lenient mode (the caller then does its best effort)."""
+        if not self.lenient:
+            raise _Located(Unsupported(message, keyword), loc.pointer)
+        if self.warn is not None:
+            self.warn(message, keyword, loc.pointer)
+
+    def bad(self, message: str, loc: Location, kw: str = "") -> SchemaError:
+        ptr = f"{loc.pointer}/{kw}" if kw else loc.pointer
+        return SchemaError(message, ptr or "/")
+
+    # --- schemas ---
+
+    def compile(self, loc: Location, ann: bool = False) -> Node:
+        key = (loc.key, ann)
+        got = self.cache.get(key)
+        if got is not None:
+            return got
+        self.depth += 1
+        if self.depth > self.max_depth:
+            raise LimitExceededError(
+                f"schema nesting deeper than {self.max_depth} levels at {loc.pointer or '/'}"
+            )
+        try:
+            node = self._compile(loc, ann)
+        except Unsupported as e:
+            raise _Located(e, loc.pointer) from None
+        finally:
+            self.depth -= 1
+        self.cache[key] = node
+        self.origin.setdefault(node, loc.pointer)
+        return node
+
+    def sub(self, loc: Location, *path: Any, ann: bool = False) -> Node:
+        ptr = loc.pointer
+        node = loc.value
+        base, draft, rptr = loc.base, loc.draft, loc.resource_ptr
+        for p in path:
+            node = node[p]
+            ptr = f"{ptr}/{json_pointer_escape(str(p))}"
+            base, draft, rptr = self.reg._enter(node, base, draft, ptr, rptr)
+        return self.compile(Location(node, loc.doc_uri, ptr, base, draft, rptr), ann)
+
+    def _compile(self, loc: Location, ann: bool) -> Node:
+        s = loc.value
+        alg = self.alg
+        if s is True:
+            return alg.ANY
+        if s is False:
+            return alg.NEVER
+        if not isinstance(s, dict):
+            raise self.bad(f"a schema must be an object or a boolean, got {type(s).__name__}", loc)
+        draft = loc.draft
+        if ("unevaluatedProperties" in s or "unevaluatedItems" in s) and draft >= 2019:
+            return self._unevaluated(loc, s)
+        if draft <= 3:
+            for kw in ("disallow", "extends", "divisibleBy"):
+                if kw in s:
+                    self.unsupported(f"draft-03 keyword {kw!r}", kw, loc)
+        parts: list[Node] = []
+        if "$ref" in s:
+            ref = s["$ref"]
+            if not isinstance(ref, str):
+                raise self.bad("$ref must be a string", loc, "$ref")
+            target = self.reg.resolve_ref(ref, loc)
+            tnode = self.ref_to(target, ann)
+            if draft <= 7:
+                return tnode
+            parts.append(tnode)
+        for kw in ("$dynamicRef", "$recursiveRef"):
+            if kw in s:
+                parts.append(self._dynamic_ref(s[kw], kw, loc, ann))
+        parts.append(self._typed(loc))
+        if "enum" in s:
+            vals = s["enum"]
+            if not isinstance(vals, list):
+                raise self.bad("enum must be an array", loc, "enum")
+            parts.append(alg.or_(*(self.literal(v) for v in vals)))
+        if "const" in s:
+            parts.append(self.literal(s["const"]))
+        for kw in ("allOf", "anyOf", "oneOf"):
+            if kw in s:
+                subs = s[kw]
+                if not isinstance(subs, list) or not subs:
+                    raise self.bad(f"{kw} must be a non-empty array", loc, kw)
+                nodes = [self.sub(loc, kw, i, ann=ann) for i in range(len(subs))]
+                if kw == "allOf":
+                    parts.append(alg.and_all(nodes))
+                elif kw == "anyOf":
+                    parts.append(self._any_of(nodes, ann, loc))
+                else:
+                    parts.append(self._one_of(nodes, loc))
+        if "not" in s:
+            inner = self.sub(loc, "not")
+            try:
+                parts.append(alg.not_(inner))
+            except Unsupported as e:
+                self.unsupported(e.message, "not", loc)
+        if "if" in s and ("then" in s or "else" in s or ann):
+            i_node = self.sub(loc, "if", ann=ann)
+            t_node = self.sub(loc, "then", ann=ann) if "then" in s else alg.ANY
+            e_node = self.sub(loc, "else", ann=ann) if "else" in s else alg.ANY
+            try:
+                not_i = alg.not_(i_node)
+            except Unsupported as e:
+                self.unsupported(e.message, "if", loc)
+                not_i = alg.ANY
+            parts.append(alg.or_(alg.and_(i_node, t_node), alg.and_(not_i, e_node)))
+        dep_schemas: dict[str, tuple[str, ...]] = {}
+        if "dependentSchemas" in s:
+            ds = s["dependentSchemas"]
+            if not isinstance(ds, dict):
+                raise self.bad("dependentSchemas must be an object", loc, "dependentSchemas")
+            for k in ds:
+                dep_schemas[k] = ("dependentSchemas", k)
+        if isinstance(s.get("dependencies"), dict):
+            for k, v in s["dependencies"].items():
+                if isinstance(v, (dict, bool)):
+                    dep_schemas[k] = ("dependencies", k)
+        for k, path in dep_schemas.items():
+            dnode = self.sub(loc, *path, ann=ann)
+            absent = alg.obj(props=[(k, alg.NEVER)])
+            present = alg.and_(alg.obj(required=[k]), dnode)
+            parts.append(self.only_objects(alg.or_(absent, present)))
+        return alg.and_all(parts)
+
+    def _dynamic_ref(self, ref: Any, kw: str, loc: Location, ann: bool) -> Node:
+        if not isinstance(ref, str):
+            raise self.bad(f"{kw} must be a string", loc, kw)
+        target = self.reg.resolve_ref(ref, loc)
+        if kw == "$recursiveRef":
+            if self.reg.recursive_anchor:
+                self.unsupported("$recursiveRef with $recursiveAnchor (dynamic scope)", kw, loc)
+            return self.ref_to(target, ann)
+        frag = urldefrag(ref)[1]
+        tv = target.value
+        if (
+            isinstance(tv, dict)
+            and frag
+            and tv.get("$dynamicAnchor") == frag
+            and len(set(self.reg.dynamic_anchors.get(frag, []))) > 1
+        ):
+            self.unsupported(
+                f"$dynamicRef to {frag!r}, which several schema resources declare "
+                "(resolution depends on the dynamic scope)",
+                kw,
+                loc,
+            )
+        return self.ref_to(target, ann)
+
+    def _unevaluated(self, loc: Location, s: dict[str, Any]) -> Node:
+        """Recompile the in-place part in annotation mode, then apply unevaluated*."""
+        rest = {
+            k: v for k, v in s.items() if k not in ("unevaluatedProperties", "unevaluatedItems")
+        }
+        inner = self.compile(
+            Location(
+                rest, loc.doc_uri, loc.pointer + "|in-place", loc.base, loc.draft, loc.resource_ptr
+            ),
+            True,
+        )
+        alg = self.alg
+        uprop = self.sub(loc, "unevaluatedProperties") if "unevaluatedProperties" in s else None
+        uitem = self.sub(loc, "unevaluatedItems") if "unevaluatedItems" in s else None
+        out = []
+        for a in alg.alternatives(inner):
+            if a.kind == "obj" and uprop is not None:
+                props, req, tail, mn, mx, deps, ex, ev = a.args
+                props2 = [(k, v if sl.matches(ev, k) else alg.and_(v, uprop)) for k, v in props]
+                tail2 = list(tail) + [(sl.f_not(ev), uprop)]
+                a = alg.obj(props2, req, tail2, mn, mx, deps, ex, sl.ALL)
+            elif a.kind == "arr" and uitem is not None:
+                prefix, rest_n, mn, mx, cont, uniq, ev = a.args
+                pn, all_, cnodes = ev
+                if not all_:
+                    extra = alg.or_(uitem, *cnodes)
+                    prefix = list(prefix) + [rest_n] * max(0, pn - len(prefix))
+                    prefix = [p if i < pn else alg.and_(p, extra) for i, p in enumerate(prefix)]
+                    a = alg.arr(
+                        prefix, alg.and_(rest_n, extra), mn, mx, cont, uniq, (pn, True, cnodes)
+                    )
+            out.append(a)
+        return alg.or_(*out)
+
+    def _any_of(self, nodes: list[Node], ann: bool, loc: Location) -> Node:
+        alg = self.alg
+        if not ann or len(nodes) == 1:
+            return alg.or_(*nodes)
+        if len(nodes) > 5:
+            self.unsupported("anyOf with more than 5 branches under unevaluated*", "anyOf", loc)
+            return alg.or_(*nodes)
+        out = []
+        for r in range(1, len(nodes) + 1):
+            for combo in combinations(nodes, r):
+                out.append(alg.and_all(combo))
+        return alg.or_(*out)
+
+    def _one_of(self, nodes: list[Node], loc: Location) -> Node:
+        alg = self.alg
+        if len(nodes) == 1:
+            return nodes[0]
+        n = len(nodes)
+        overlap = [[False] * n for _ in range(n)]
+        for i in range(n):
+            for j in range(i + 1, n):
+                ov = not self.is_empty(alg.and_(nodes[i], nodes[j]))
+                overlap[i][j] = overlap[j][i] = ov
+        if not any(any(r) for r in overlap):
+            return alg.or_(*nodes)
+        if n > 12:
+            self.unsupported("oneOf with more than 12 overlapping branches", "oneOf", loc)
+            return alg.or_(*nodes)
+        branches = []
+        try:
+            for i in range(n):
+                b = nodes[i]
+                for j in range(n):
+                    if j != i and overlap[i][j]:
+                        b = alg.and_(b, alg.not_(nodes[j]))
+                branches.append(b)
+        except Unsupported as e:
+            self.unsupported(f"oneOf with overlapping branches: {e.message}", "oneOf", loc)
+            return alg.or_(*nodes)
+        return alg.or_(*branches)
+
+    def only_objects(self, node: Node) -> Node:
+        alg = self.alg
+        return alg.or_(node, *(alg.type_atom(t) for t in _ir.TYPE_KINDS if t != "obj"))
+
+    # --- emptiness (conservative: True only when certain) ---
+
+    def is_empty(self, node: Node, depth: int = 0) -> bool:
+        alg = self.alg
+        if depth > 24:
+            return False
+        try:
+            node = alg.resolve(node)
+        except Unsupported:
+            return False
+        k = node.kind
+        if k == "never":
+            return True
+        if k in ("any", "null", "bool"):
+            return False
+        if k == "union":
+            return all(self.is_empty(a, depth + 1) for a in node.args[0])
+        if k == "num":
+            try:
+                r = nm.realize(node.args[0])
+                if isinstance(r, tuple):
+                    return rx.is_empty(r)
+                return bool(r.is_empty())
+            except (am.AutomatonTooLarge, ValueError):
+                return False
+        if k == "str":
+            try:
+                return sl.is_empty(node.args[0])
+            except am.AutomatonTooLarge:
+                return False
+        if k == "arr":
+            prefix, rest, mn, _mx, cont, _u, _ev = node.args
+            for i in range(min(mn, len(prefix))):
+                if self.is_empty(prefix[i], depth + 1):
+                    return True
+            if mn > len(prefix) and self.is_empty(rest, depth + 1):
+                return True
+            for c, lo, _hi, _st in cont:
+                if lo > 0 and self.is_empty(c, depth + 1):
+                    return True
+            return False
+        if k == "obj":
+            props, req, tail, _mn, _mx, _d, _ex, _ev = node.args
+            pd = dict(props)
+            for r in req:
+                v = pd[r] if r in pd else alg.tail_value(tail, r)
+                if self.is_empty(v, depth + 1):
+                    return True
+            return False
+        return False
+
+    # --- literals ---
+
+    def literal(self, v: Any) -> Node:
+        alg = self.alg
+        k = _ir.kind_of(v)
+        if k == "null":
+            return alg.NULL
+        if k == "bool":
+            return alg.bool_(v is True, v is False)
+        if k == "num":
+            f = _ir.to_fraction(v)
+            return alg.num(nm.n_iv(f, True, f, True))
+        if k == "str":
+            return alg.str_(sl.f_lit(v))
+        if k == "arr":
+            return alg.arr([self.literal(x) for x in v], alg.NEVER, len(v), len(v))
+        return alg.obj(
+            [(kk, self.literal(x)) for kk, x in v.items()],
+            list(v.keys()),
+            [(sl.ALL, alg.NEVER)],
+        )
+
+    # --- type-specific keywords ---
+
+    def _typed(self, loc: Location) -> Node:
+        s = loc.value
+        alg = self.alg
+        kinds = set(_ir.TYPE_KINDS)
+        integer_only = False
+        if "type" in s:
+            t = s["type"]
+            names = [t] if isinstance(t, str) else t
+            if (
+                not isinstance(names, list)
+                or not names
+                or not all(isinstance(x, str) for x in names)
+            ):
+                raise self.bad(
+                    "type must be a type name or a non-empty array of names", loc, "type"
+                )
+            for x in names:
+                if x not in _TYPE_NAMES:
+                    if x == "any" and loc.draft <= 3:
+                        continue
+                    raise self.bad(f"unknown type {x!r}", loc, "type")
+            if "any" in names and loc.draft <= 3:
+                names = list(_TYPE_NAMES)
+            kinds = set()
+            for x in names:
+                kinds.add(
+                    {
+                        "null": "null",
+                        "boolean": "bool",
+                        "object": "obj",
+                        "array": "arr",
+                        "number": "num",
+                        "integer": "num",
+                        "string": "str",
+                    }[x]
+                )
+            integer_only = "integer" in names and "number" not in names
+        atoms = []
+        for k in _ir.TYPE_KINDS:
+            if k not in kinds:
+                continue
+            if k == "null":
+                atoms.append(alg.NULL)
+            elif k == "bool":
+                atoms.append(alg.BOOL)
+            elif k == "num":
+                atoms.append(self._number(loc, integer_only))
+            elif k == "str":
+                atoms.append(self._string(loc))
+            elif k == "arr":
+                atoms.append(self._array(loc))
+            elif k == "obj":
+                atoms.append(self._object(loc))
+        return alg.or_(*atoms)
+
+    def _num_value(self, loc: Location, kw: str) -> Fraction:
+        v = loc.value[kw]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.bad(f"{kw} must be a number", loc, kw)
+        try:
+            return _ir.to_fraction(v)
+        except ValueError:
+            raise self.bad(f"{kw} must be finite", loc, kw) from None
+
+    def _count(self, loc: Location, kw: str) -> int | None:
+        s = loc.value
+        if kw not in s:
+            return None
+        v = s[kw]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != int(v):
+            raise self.bad(f"{kw} must be a non-negative integer", loc, kw)
+        return int(v)
+
+    def _number(self, loc: Location, integer_only: bool) -> Node:
+        s = loc.value
+        parts: list[nm.NumFormula] = []
+        if integer_only:
+            parts.append(("int",))
+        lo: Fraction | None = None
+        hi: Fraction | None = None
+        lo_incl = hi_incl = True
+        if "minimum" in s:
+            lo = self._num_value(loc, "minimum")
+        if "maximum" in s:
+            hi = self._num_value(loc, "maximum")
+        for kw, is_lo in (("exclusiveMinimum", True), ("exclusiveMaximum", False)):
+            if kw not in s:
+                continue
+            v = s[kw]
+            if isinstance(v, bool):  # draft-04 form
+                if v:
+                    if is_lo:
+                        lo_incl = False
+                    else:
+                        hi_incl = False
+                continue
+            x = self._num_value(loc, kw)
+            parts.append(
+                nm.n_iv(x, False, None, False) if is_lo else nm.n_iv(None, False, x, False)
+            )
+        parts.append(nm.n_iv(lo, lo_incl, hi, hi_incl))
+        if "multipleOf" in s:
+            m = self._num_value(loc, "multipleOf")
+            if m <= 0:
+                raise self.bad("multipleOf must be greater than 0", loc, "multipleOf")
+            parts.append(("mult", m))
+        return self.alg.num(nm.n_and(*parts))
+
+    def _string(self, loc: Location) -> Node:
+        s = loc.value
+        parts: list[sl.Formula] = []
+        mn = self._count(loc, "minLength")
+        mx = self._count(loc, "maxLength")
+        if mn is not None or mx is not None:
+            parts.append(sl.f_len(mn or 0, mx))
+        if "pattern" in s:
+            p = s["pattern"]
+            if not isinstance(p, str):
+                raise self.bad("pattern must be a string", loc, "pattern")
+            parts.append(self.pattern(p, loc, "pattern"))
+        if "format" in s:
+            f = s["format"]
+            if not isinstance(f, str):
+                raise self.bad("format must be a string", loc, "format")
+            if f in fmt.UNSUPPORTED_FORMATS:
+                self.unsupported(f"format {f!r} is not a regular language", "format", loc)
+            else:
+                ff = fmt.format_formula(f)
+                if ff is not None:
+                    parts.append(ff)
+        return self.alg.str_(sl.f_and(*parts))
+
+    def pattern(self, p: str, loc: Location, kw: str) -> sl.Formula:
+        try:
+            return sl.f_re(rx.compile_pattern(p))
+        except rx.RegexUnsupported as e:
+            self.unsupported(
+                f"pattern {p!r} uses {e.message}, which no grammar can enforce", kw, loc
+            )
+            return sl.ALL
+        except rx.RegexSyntaxError as e:
+            raise self.bad(f"invalid regular expression: {e}", loc, kw) from None
+
+    def _array(self, loc: Location) -> Node:
+        s = loc.value
+        alg = self.alg
+        prefix: list[Node] = []
+        rest = alg.ANY
+        pn = 0
+        ev_all = False
+        items = s.get("items")
+        if "prefixItems" in s and loc.draft >= 2020:
+            pis = s["prefixItems"]
+            if not isinstance(pis, list):
+                raise self.bad("prefixItems must be an array", loc, "prefixItems")
+            prefix = [self.sub(loc, "prefixItems", i) for i in range(len(pis))]
+            pn = len(prefix)
+        if isinstance(items, list):
+            prefix = [self.sub(loc, "items", i) for i in range(len(items))]
+            pn = len(prefix)
+            if "additionalItems" in s:
+                rest = self.sub(loc, "additionalItems")
+                ev_all = True
+        elif items is not None:
+            if not isinstance(items, (dict, bool)):
+                raise self.bad("items must be a schema", loc, "items")
+            rest = self.sub(loc, "items")
+            ev_all = True
+        mn = self._count(loc, "minItems") or 0
+        mx = self._count(loc, "maxItems")
+        contains = []
+        cnodes: tuple[Node, ...] = ()
+        if "contains" in s:
+            c = self.sub(loc, "contains")
+            lo = self._count(loc, "minContains") if loc.draft >= 2019 else None
+            hi = self._count(loc, "maxContains") if loc.draft >= 2019 else None
+            lo = 1 if lo is None else lo
+            contains.append((c, lo, hi, 0))
+            cnodes = (c,)
+        unique = s.get("uniqueItems") is True
+        return alg.arr(prefix, rest, mn, mx, contains, unique, (pn, ev_all, cnodes))
+
+    def _object(self, loc: Location) -> Node:
+        s = loc.value
+        alg = self.alg
+        props: list[tuple[str, Node]] = []
+        ev: list[sl.Formula] = []
+        pp = s.get("properties", {})
+        if not isinstance(pp, dict):
+            raise self.bad("properties must be an object", loc, "properties")
+        patterns: list[tuple[sl.Formula, Node]] = []
+        ppat = s.get("patternProperties", {})
+        if not isinstance(ppat, dict):
+            raise self.bad("patternProperties must be an object", loc, "patternProperties")
+        for p in ppat:
+            f = self.pattern(p, loc, "patternProperties")
+            patterns.append((f, self.sub(loc, "patternProperties", p)))
+            ev.append(f)
+        for name in pp:
+            v = self.sub(loc, "properties", name)
+            for f, pn in patterns:
+                if sl.matches(f, name):
+                    v = alg.and_(v, pn)
+            props.append((name, v))
+        if pp:
+            ev.append(sl.f_lit(*pp.keys()))
+        tail: list[tuple[sl.Formula, Node]] = list(patterns)
+        if "additionalProperties" in s:
+            ap = self.sub(loc, "additionalProperties")
+            covered = sl.f_or(*(f for f, _ in patterns)) if patterns else sl.NOTHING
+            tail.append((sl.f_not(covered), ap))
+            ev.append(sl.ALL)
+        required: list[str] = []
+        if "required" in s:
+            r = s["required"]
+            if isinstance(r, bool) and loc.draft <= 3:
+                r = []
+            if not isinstance(r, list) or not all(isinstance(x, str) for x in r):
+                raise self.bad("required must be an array of strings", loc, "required")
+            required = list(r)
+        if loc.draft <= 3:
+            for name in pp:
+                sub = pp[name]
+                if isinstance(sub, dict) and sub.get("required") is True:
+                    required.append(name)
+        if "propertyNames" in s:
+            pn_node = self.sub(loc, "propertyNames")
+            kf = self.key_language(pn_node, loc)
+            tail.append((sl.f_not(kf), alg.NEVER))
+            props = [(k, v if sl.matches(kf, k) else alg.NEVER) for k, v in props]
+        deps: list[tuple[str, tuple[str, ...]]] = []
+        for kw in ("dependentRequired", "dependencies"):
+            d = s.get(kw)
+            if d is None:
+                continue
+            if not isinstance(d, dict):
+                raise self.bad(f"{kw} must be an object", loc, kw)
+            for k, v in d.items():
+                if kw == "dependencies" and isinstance(v, (dict, bool)):
+                    continue
+                if isinstance(v, str) and loc.draft <= 3:
+                    v = [v]
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    raise self.bad(f"{kw} values must be arrays of strings", loc, kw)
+                deps.append((k, tuple(v)))
+        mn = self._count(loc, "minProperties") or 0
+        mx = self._count(loc, "maxProperties")
+        return alg.obj(props, required, tail, mn, mx, deps, (), sl.f_or(*ev) if ev else sl.NOTHING)
+
+    def key_language(self, node: Node, loc: Location) -> sl.Formula:
+        """The set of strings a ``propertyNames`` schema accepts (as a string formula)."""
+        alg = self.alg
+        fs = []
+        for a in alg.alternatives(node):
+            if a.kind == "str":
+                fs.append(a.args[0])
+        return sl.f_or(*fs) if fs else sl.NOTHING
+
+
+class _Located(Exception):
+    """An Unsupported error with the JSON pointer of the schema that raised it."""
+
+    def __init__(self, err: Unsupported, pointer: str) -> None:
+        super().__init__(err.message)
+        self.err = err
+        self.pointer = pointer.replace("|in-place", "")
+
+
+def mapping_registry(
+    root: Any, registry: Mapping[str, Any] | None, max_subschemas: int
+) -> tuple[Registry, str]:
+    reg = Registry(max_subschemas)
+    base = DEFAULT_BASE
+    if isinstance(root, dict):
+        d = _draft_of(root.get("$schema")) or 2020
+        ident = root.get("$id" if d >= 6 else "id")
+        if isinstance(ident, str) and _is_absolute(urldefrag(ident)[0]):
+            base = urldefrag(ident)[0]
+    reg.add(base, root)
+    for uri, doc in (registry or {}).items():
+        reg.add(uri, doc)
+    return reg, base

@@ -1,0 +1,335 @@
+"""Languages of (decoded) strings as boolean formulas over regular expressions.
+
+A formula is a hashable tuple:
+
+* ``("re", ast)``: the full-match language of a regex AST (see :mod:`._regex`),
+* ``("and", (f, ...))``, ``("or", (f, ...))``, ``("not", f)``,
+* ``ALL`` (every string) and ``NOTHING``.
+
+Formulas are built with :func:`f_and`, :func:`f_or`, :func:`f_not`, tested on concrete strings with
+:func:`matches` and turned into a single regex (or a DFA when no small regex exists) with
+:func:`realize`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Union
+
+from . import _automata as am
+from . import _charset as cs
+from . import _regex as rx
+
+Formula = tuple[Any, ...]
+
+ALL: Formula = ("all",)
+NOTHING: Formula = ("nothing",)
+
+
+def f_re(node: rx.Node) -> Formula:
+    if node == rx.NONE or rx.is_empty(node):
+        return NOTHING
+    if node[0] == "rep" and node[1] == rx.ANYCHAR and node[2] == 0 and node[3] is None:
+        return ALL
+    return ("re", node)
+
+
+def f_len(lo: int, hi: int | None) -> Formula:
+    if lo <= 0 and hi is None:
+        return ALL
+    return f_re(rx.rep(rx.ANYCHAR, max(lo, 0), hi))
+
+
+def f_lit(*values: str) -> Formula:
+    return f_re(rx.alt(*(rx.lit(v) for v in values)))
+
+
+def f_and(*items: Formula) -> Formula:
+    out: list[Formula] = []
+    for it in items:
+        if it == NOTHING:
+            return NOTHING
+        if it == ALL:
+            continue
+        parts = it[1] if it[0] == "and" else (it,)
+        for p in parts:
+            if p not in out:
+                out.append(p)
+    if not out:
+        return ALL
+    # merge pure length constraints
+    lens = [p for p in out if _as_length(p) is not None]
+    if len(lens) > 1:
+        lo = max(_as_length(p)[0] for p in lens)  # type: ignore[index]
+        his = [_as_length(p)[1] for p in lens]  # type: ignore[index]
+        fin = [h for h in his if h is not None]
+        hi = min(fin) if fin else None
+        out = [p for p in out if p not in lens] + [
+            f_len(lo, hi) if hi is None or hi >= lo else NOTHING
+        ]
+        if NOTHING in out:
+            return NOTHING
+        out = [p for p in out if p != ALL]
+        if not out:
+            return ALL
+    for p in out:
+        if p[0] == "not" and p[1] in out:
+            return NOTHING
+    if len(out) == 1:
+        return out[0]
+    return ("and", tuple(out))
+
+
+def f_or(*items: Formula) -> Formula:
+    out: list[Formula] = []
+    for it in items:
+        if it == ALL:
+            return ALL
+        if it == NOTHING:
+            continue
+        parts = it[1] if it[0] == "or" else (it,)
+        for p in parts:
+            if p not in out:
+                out.append(p)
+    if not out:
+        return NOTHING
+    res = [p for p in out if p[0] == "re"]
+    if len(res) > 1:
+        merged = ("re", rx.alt(*(p[1] for p in res)))
+        out = [merged] + [p for p in out if p[0] != "re"]
+    for p in out:
+        if p[0] == "not" and p[1] in out:
+            return ALL
+    if len(out) == 1:
+        return out[0]
+    return ("or", tuple(out))
+
+
+def f_not(item: Formula) -> Formula:
+    if item == ALL:
+        return NOTHING
+    if item == NOTHING:
+        return ALL
+    if item[0] == "not":
+        return item[1]  # type: ignore[no-any-return]
+    return ("not", item)
+
+
+def _as_length(f: Formula) -> tuple[int, int | None] | None:
+    if f[0] == "re":
+        n = f[1]
+        if n[0] == "rep" and n[1] == rx.ANYCHAR:
+            return n[2], n[3]
+        if n == rx.ANYCHAR:
+            return 1, 1
+        if n == rx.EPS:
+            return 0, 0
+    return None
+
+
+# --- concrete matching ----------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def _py_regex(node: rx.Node) -> re.Pattern[str]:
+    return re.compile(rx.to_python(node), re.DOTALL)
+
+
+def matches(f: Formula, s: str) -> bool:
+    t = f[0]
+    if t == "all":
+        return True
+    if t == "nothing":
+        return False
+    if t == "re":
+        return _py_regex(f[1]).fullmatch(s) is not None
+    if t == "and":
+        return all(matches(x, s) for x in f[1])
+    if t == "or":
+        return any(matches(x, s) for x in f[1])
+    if t == "not":
+        return not matches(f[1], s)
+    raise AssertionError(t)
+
+
+def finite_values(f: Formula, limit: int = 64) -> list[str] | None:
+    """The members of a finite language (None when infinite or too large to list)."""
+    t = f[0]
+    if t == "nothing":
+        return []
+    if t == "re":
+        return rx.finite_strings(f[1], limit)
+    if t == "or":
+        out: list[str] = []
+        for x in f[1]:
+            v = finite_values(x, limit)
+            if v is None:
+                return None
+            out.extend(v)
+        return sorted(set(out))
+    if t == "and":
+        for x in f[1]:
+            v = finite_values(x, limit)
+            if v is not None:
+                return [s for s in v if matches(f, s)]
+        return None
+    return None
+
+
+# --- realization -----------------------------------------------------------------------------
+
+
+def _leaves(f: Formula, out: list[rx.Node]) -> None:
+    if f[0] == "re":
+        out.append(f[1])
+    elif f[0] in ("and", "or"):
+        for x in f[1]:
+            _leaves(x, out)
+    elif f[0] == "not":
+        _leaves(f[1], out)
+
+
+def to_dfa(f: Formula, alpha: am.Alphabet | None = None) -> am.DFA:
+    if alpha is None:
+        leaves: list[rx.Node] = [rx.ANYCHAR]
+        _leaves(f, leaves)
+        alpha = am.Alphabet.for_nodes(leaves)
+    return _dfa(f, alpha)
+
+
+def _dfa(f: Formula, alpha: am.Alphabet) -> am.DFA:
+    t = f[0]
+    if t == "all":
+        return am.DFA.from_regex(rx.rep(rx.ANYCHAR, 0, None), alpha)
+    if t == "nothing":
+        return am.DFA.from_regex(rx.NONE, alpha)
+    if t == "re":
+        return am.DFA.from_regex(f[1], alpha)
+    if t == "not":
+        return _dfa(f[1], alpha).complement()
+    parts = [_dfa(x, alpha) for x in f[1]]
+    acc = parts[0]
+    for p in parts[1:]:
+        acc = acc.product(p, t)
+    return acc
+
+
+def restrict_length(node: rx.Node, lo: int, hi: int | None) -> rx.Node | None:
+    """``L(node) ∩ {s : lo <= len(s) <= hi}`` as a regex when it can be done algebraically."""
+    nlo, nhi = rx.length_range(node)
+    if nlo >= lo and (hi is None or (nhi is not None and nhi <= hi)):
+        return node
+    if hi is not None and nlo > hi:
+        return rx.NONE
+    if nhi is not None and nhi < lo:
+        return rx.NONE
+    t = node[0]
+    if t == "alt":
+        parts = [restrict_length(x, lo, hi) for x in node[1]]
+        if any(p is None for p in parts):
+            return None
+        return rx.alt(*parts)  # type: ignore[arg-type]
+    if t == "rep":
+        node = ("cat", (node,))
+        t = "cat"
+    if t == "cat":
+        items = list(node[1])
+        var = [i for i, x in enumerate(items) if rx.length_range(x)[0] != rx.length_range(x)[1]]
+        if len(var) != 1:
+            return None
+        i = var[0]
+        fixed = sum(rx.length_range(x)[0] for j, x in enumerate(items) if j != i)
+        x = items[i]
+        if x[0] == "rep":
+            ylo, yhi = rx.length_range(x[1])
+            if ylo == yhi and ylo > 0:
+                m = ylo
+                # counts c with lo <= fixed + c*m <= hi and x[2] <= c <= x[3]
+                cmin = max(x[2], -(-(lo - fixed) // m)) if lo > fixed else x[2]
+                cmax_len = None if hi is None else (hi - fixed) // m
+                cmax = x[3]
+                if cmax_len is not None:
+                    cmax = cmax_len if cmax is None else min(cmax, cmax_len)
+                if cmax is not None and cmax < cmin:
+                    return rx.NONE
+                items[i] = rx.rep(x[1], cmin, cmax)
+                return rx.cat(*items)
+            inner = restrict_length(x, max(lo - fixed, 0), None if hi is None else hi - fixed)
+            if inner is not None and inner != x:
+                items[i] = inner
+                return rx.cat(*items)
+            return None
+        if x[0] == "alt":
+            sub = restrict_length(x, max(lo - fixed, 0), None if hi is None else hi - fixed)
+            if sub is None:
+                return None
+            items[i] = sub
+            return rx.cat(*items)
+    return None
+
+
+Realized = Union[rx.Node, am.DFA]
+
+
+def _simple_regex(f: Formula) -> rx.Node | None:
+    """A regex for ``f`` without automata, when the structure allows it."""
+    t = f[0]
+    if t == "all":
+        return rx.rep(rx.ANYCHAR, 0, None)
+    if t == "nothing":
+        return rx.NONE
+    if t == "re":
+        return f[1]  # type: ignore[no-any-return]
+    if t == "or":
+        parts = [_simple_regex(x) for x in f[1]]
+        if any(p is None for p in parts):
+            return None
+        return rx.alt(*parts)  # type: ignore[arg-type]
+    if t == "and":
+        lens = [p for p in f[1] if _as_length(p) is not None]
+        others = [p for p in f[1] if _as_length(p) is None]
+        if len(others) == 1 and len(lens) == 1:
+            base = _simple_regex(others[0])
+            if base is None:
+                return None
+            lo, hi = _as_length(lens[0])  # type: ignore[misc]
+            return restrict_length(base, lo, hi)
+        return None
+    if t == "not":
+        f[1]
+        # not(a finite set of literals) and similar go through automata
+        return None
+    return None
+
+
+def realize(f: Formula, max_regex_size: int = 3000) -> Realized:
+    """A regex AST for the language, else a minimized DFA (raises AutomatonTooLarge)."""
+    simple = _simple_regex(f)
+    if simple is not None:
+        return simple
+    dfa = to_dfa(f)
+    node = dfa.to_regex(max_regex_size)
+    if node is not None:
+        return node
+    return dfa
+
+
+def is_empty(f: Formula) -> bool:
+    """Exact emptiness (may raise AutomatonTooLarge)."""
+    if f == NOTHING:
+        return True
+    if f == ALL:
+        return False
+    if f[0] == "re":
+        return rx.is_empty(f[1])
+    if f[0] == "or":
+        return all(is_empty(x) for x in f[1])
+    return to_dfa(f).is_empty()
+
+
+def charset_of_single_chars(f: Formula) -> cs.Charset | None:
+    """If every string of ``f`` has length one and ``f`` is a plain set, that set."""
+    if f[0] == "re" and f[1][0] == "set":
+        return f[1][1]  # type: ignore[no-any-return]
+    return None

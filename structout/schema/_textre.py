@@ -1,0 +1,274 @@
+"""From decoded-string languages to regexes over JSON text, printed for KBNF ``#"..."`` terminals.
+
+:func:`encode_json` maps a regex AST over *decoded* code points to an AST over the characters of
+the JSON string literal's body: every code point becomes the alternation of the spellings JSON
+allows for it that we accept. Which spellings: the raw character (except ``"``, ``\\`` and
+controls), the short escapes (``\\"``, ``\\\\``, ``\\/``, ``\\b``, ``\\f``, ``\\n``, ``\\r``,
+``\\t``), ``\\uXXXX`` for controls and for non-ASCII characters when the set's non-ASCII part
+is small (or everything), and surrogate pairs for astral characters when the set contains
+every astral character. Since each code point is encoded independently, the encoded language
+is exactly the set of accepted spellings of the decoded language. A set that contains every
+code point gets the generic JSON character (every escape, any hex case).
+
+:func:`to_rust` prints an AST in the syntax shared by Rust's ``regex`` crate and Python's
+``re`` (so unit tests can run the printed text): quote and backslash are printed as
+``\\x22``/``\\x5C`` so the text can sit inside ``#"..."`` without ambiguity.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from . import _charset as cs
+from . import _regex as rx
+
+HEX_CHARS: dict[int, cs.Charset] = {}
+for _v in range(16):
+    _d = "0123456789abcdef"[_v]
+    HEX_CHARS[_v] = cs.of_chars(_d + _d.upper())
+
+_BS = ord("\\")
+_QUOTE = ord('"')
+SHORT_ESCAPES: dict[int, str] = {
+    _QUOTE: '"',
+    _BS: "\\",
+    ord("/"): "/",
+    8: "b",
+    12: "f",
+    10: "n",
+    13: "r",
+    9: "t",
+}
+RAW_OK: cs.Charset = cs.difference(
+    ((0x20, cs.MAX_CP),), cs.union(cs.of_chars('"\\'), cs.SURROGATES)
+)
+ASTRAL: cs.Charset = ((0x10000, cs.MAX_CP),)
+U_DOMAIN: cs.Charset = cs.difference(cs.union(((0, 0x1F),), ((0x7F, 0xFFFF),)), cs.SURROGATES)
+NON_ASCII_BMP: cs.Charset = cs.difference(((0x80, 0xFFFF),), cs.SURROGATES)
+MAX_U_INTERVALS = 6
+
+
+def hex_range(lo: int, hi: int, width: int = 4) -> rx.Node:
+    """Regex for hex numerals of exactly ``width`` digits (either case) with value in [lo, hi]."""
+    return _digits_range(_digits(lo, width), _digits(hi, width), 16, HEX_CHARS)
+
+
+def _digits(v: int, width: int) -> list[int]:
+    out = []
+    for _ in range(width):
+        out.append(v % 16)
+        v //= 16
+    return out[::-1]
+
+
+def _digits_range(
+    lo: list[int], hi: list[int], base: int, charset_of: dict[int, cs.Charset]
+) -> rx.Node:
+    if not lo:
+        return rx.EPS
+
+    def dset(a: int, b: int) -> rx.Node:
+        return rx.cset(cs.union(*(charset_of[v] for v in range(a, b + 1))))
+
+    if lo[0] == hi[0]:
+        return rx.cat(dset(lo[0], lo[0]), _digits_range(lo[1:], hi[1:], base, charset_of))
+    rest = len(lo) - 1
+    anyd = rx.rep(dset(0, base - 1), rest, rest)
+    parts = []
+    first_full = lo[0]
+    if any(d != 0 for d in lo[1:]):
+        parts.append(
+            rx.cat(dset(lo[0], lo[0]), _digits_range(lo[1:], [base - 1] * rest, base, charset_of))
+        )
+        first_full = lo[0] + 1
+    last_full = hi[0]
+    tail = None
+    if any(d != base - 1 for d in hi[1:]):
+        tail = rx.cat(dset(hi[0], hi[0]), _digits_range([0] * rest, hi[1:], base, charset_of))
+        last_full = hi[0] - 1
+    if first_full <= last_full:
+        parts.append(rx.cat(dset(first_full, last_full), anyd))
+    if tail is not None:
+        parts.append(tail)
+    return rx.alt(*parts)
+
+
+# generic JSON string character: raw | short escape | \uXXXX (non-surrogate) | surrogate pair
+_HEX = rx.cset(cs.union(*HEX_CHARS.values()))
+GENERIC_CHAR: rx.Node = rx.alt(
+    rx.cset(RAW_OK),
+    rx.cat(rx.lit("\\"), rx.cset(cs.of_chars('"\\/bfnrt'))),
+    rx.cat(rx.lit("\\u"), rx.alt(hex_range(0, 0xD7FF), hex_range(0xE000, 0xFFFF))),
+    rx.cat(rx.lit("\\u"), hex_range(0xD800, 0xDBFF), rx.lit("\\u"), hex_range(0xDC00, 0xDFFF)),
+)
+
+
+@lru_cache(maxsize=8192)
+def encode_set(s: cs.Charset) -> rx.Node:
+    """Accepted JSON spellings of one code point from ``s``."""
+    if s == cs.ANY or cs.is_subset(cs.difference(cs.ANY, cs.SURROGATES), s):
+        return GENERIC_CHAR
+    parts: list[rx.Node] = []
+    raw = cs.intersect(s, RAW_OK)
+    if raw:
+        parts.append(rx.cset(raw))
+    esc = [SHORT_ESCAPES[c] for c in sorted(SHORT_ESCAPES) if cs.contains(s, c)]
+    if esc:
+        parts.append(rx.cat(rx.lit("\\"), rx.cset(cs.of_chars("".join(esc)))))
+    ctrl = cs.intersect(s, ((0, 0x1F), (0x7F, 0x7F)))
+    non_ascii = cs.intersect(s, NON_ASCII_BMP)
+    u_parts: list[rx.Node] = []
+    for lo, hi in ctrl:
+        u_parts.append(hex_range(lo, hi))
+    if non_ascii and (non_ascii == NON_ASCII_BMP or len(non_ascii) <= MAX_U_INTERVALS):
+        for lo, hi in non_ascii:
+            u_parts.append(hex_range(lo, hi))
+    if u_parts:
+        parts.append(rx.cat(rx.lit("\\u"), rx.alt(*u_parts)))
+    if cs.is_subset(ASTRAL, s):
+        parts.append(
+            rx.cat(
+                rx.lit("\\u"), hex_range(0xD800, 0xDBFF), rx.lit("\\u"), hex_range(0xDC00, 0xDFFF)
+            )
+        )
+    return rx.alt(*parts)
+
+
+@lru_cache(maxsize=4096)
+def encode_json(node: rx.Node) -> rx.Node:
+    """Map a decoded-string AST to the AST of accepted JSON string-literal bodies."""
+    t = node[0]
+    if t == "set":
+        return encode_set(node[1])
+    if t == "cat":
+        return rx.cat(*(encode_json(x) for x in node[1]))
+    if t == "alt":
+        # keep literal alternatives compact: encode each branch
+        return rx.alt(*(encode_json(x) for x in node[1]))
+    if t == "rep":
+        return rx.rep(encode_json(node[1]), node[2], node[3])
+    return node
+
+
+def json_string_regex(node: rx.Node) -> rx.Node:
+    """AST for complete JSON string literals (with quotes) whose decoded value is in ``node``."""
+    return rx.cat(rx.lit('"'), encode_json(node), rx.lit('"'))
+
+
+# --- printing ---------------------------------------------------------------------------------
+
+_META = set("\\.+*?()|[]{}^$#&-~")
+
+
+def _cp(cp: int, in_class: bool) -> str:
+    ch = chr(cp)
+    if cp == _QUOTE:
+        return "\\x22"
+    if cp == _BS:
+        return "\\x5C"
+    if 0x21 <= cp < 0x7F:
+        if ch in _META or (in_class and ch in "[]^-&~"):
+            return "\\" + ch
+        return ch
+    if cp == 0x20:
+        return " "
+    if cp < 0x100:
+        return f"\\x{cp:02X}"
+    if cp <= 0xFFFF:
+        return f"\\u{cp:04X}"
+    return f"\\U{cp:08X}"
+
+
+def _set_text(s: cs.Charset) -> str:
+    if len(s) == 1 and s[0][0] == s[0][1]:
+        return _cp(s[0][0], False)
+    comp = cs.complement(s)
+    neg = False
+    body = s
+    if len(comp) < len(s) and comp:
+        neg, body = True, comp
+    parts = []
+    for lo, hi in body:
+        if lo == hi:
+            parts.append(_cp(lo, True))
+        elif hi == lo + 1:
+            parts.append(_cp(lo, True) + _cp(hi, True))
+        else:
+            parts.append(f"{_cp(lo, True)}-{_cp(hi, True)}")
+    return "[" + ("^" if neg else "") + "".join(parts) + "]"
+
+
+def _quant(lo: int, hi: int | None) -> str:
+    if (lo, hi) == (0, None):
+        return "*"
+    if (lo, hi) == (1, None):
+        return "+"
+    if (lo, hi) == (0, 1):
+        return "?"
+    if hi is None:
+        return f"{{{lo},}}"
+    if lo == hi:
+        return f"{{{lo}}}"
+    return f"{{{lo},{hi}}}"
+
+
+def to_rust(node: rx.Node) -> str:
+    """Print an AST as a regex (Rust ``regex`` syntax, also valid for Python ``re``)."""
+    t = node[0]
+    if t == "eps":
+        return "(?:)"
+    if t == "none":
+        return "[^\\x00-\\U0010FFFF]"
+    if t == "set":
+        return _set_text(node[1])
+    if t == "cat":
+        out = []
+        for x in node[1]:
+            s = to_rust(x)
+            out.append(f"(?:{s})" if x[0] == "alt" else s)
+        return "".join(out)
+    if t == "alt":
+        return "|".join(to_rust(x) for x in node[1])
+    if t == "rep":
+        inner = node[1]
+        s = to_rust(inner)
+        if inner[0] in ("cat", "alt", "rep", "eps"):
+            s = f"(?:{s})"
+        return s + _quant(node[2], node[3])
+    raise AssertionError(t)
+
+
+def factor(node: rx.Node) -> rx.Node:
+    """Factor common prefixes out of alternations of literals (smaller regexes for enums)."""
+    if node[0] != "alt":
+        return node
+    items = list(node[1])
+    seqs: list[tuple[rx.Node, ...]] = []
+    for it in items:
+        seqs.append(it[1] if it[0] == "cat" else (it,))
+    return _factor_seqs(seqs)
+
+
+def _factor_seqs(seqs: list[tuple[rx.Node, ...]]) -> rx.Node:
+    groups: dict[rx.Node, list[tuple[rx.Node, ...]]] = {}
+    order: list[rx.Node | None] = []
+    empty = False
+    for sq in seqs:
+        if not sq:
+            empty = True
+            continue
+        head = sq[0]
+        if head not in groups:
+            groups[head] = []
+            order.append(head)
+        groups[head].append(sq[1:])
+    branches = []
+    for head in order:
+        rests = groups[head]  # type: ignore[index]
+        if len(rests) == 1:
+            branches.append(rx.cat(head, *rests[0]))  # type: ignore[arg-type]
+        else:
+            branches.append(rx.cat(head, _factor_seqs(rests)))  # type: ignore[arg-type]
+    if empty:
+        branches.append(rx.EPS)
+    return rx.alt(*branches)
