@@ -58,6 +58,20 @@ REFERENCE = "llguidance"  # masks of the other engines are cross-checked against
 
 perf_ns = time.perf_counter_ns
 
+try:
+    import resource
+
+    _RUSAGE_THREAD: int | None = resource.RUSAGE_THREAD  # Linux only
+
+    def _thread_rusage() -> Any:
+        return resource.getrusage(resource.RUSAGE_THREAD)
+
+except (ImportError, AttributeError):
+    _RUSAGE_THREAD = None
+
+    def _thread_rusage() -> Any:
+        raise OSError("per-thread rusage is not available on this platform")
+
 
 class EngineUnavailable(Exception):
     """The engine cannot run here (package missing, API not built yet); the run skips it."""
@@ -309,41 +323,52 @@ class StructoutEngine(Engine):
 class Result:
     mask_ns: list[int] = field(default_factory=list)
     accept_ns: list[int] = field(default_factory=list)
+    preempted: list[int] = field(default_factory=list)  # indices into mask_ns
     errors: list[dict[str, Any]] = field(default_factory=list)
     docs: int = 0
     docs_end_accepting: int = 0
 
 
-def walk(engine: Engine, doc: Doc, res: Result, record: np.ndarray | None) -> dict[str, Any] | None:
+def walk(
+    engine: Engine, doc: Doc, res: Result, record: np.ndarray | None, csw: bool
+) -> dict[str, Any] | None:
     """Mask before every token and after the last one; accept every token. Returns an error
-    record if the engine rejects a token or raises, else None. ``record`` receives each mask."""
+    record if the engine rejects a token or raises, else None. ``record`` receives each mask.
+    With ``csw``, the thread's involuntary context-switch count is read just outside each timed
+    mask call, and masks during which the thread was preempted are flagged."""
     fill, accept = engine.start_doc()
     row = engine.bitmask[0]
     mask_ns = res.mask_ns
     accept_ns = res.accept_ns
+    preempted = res.preempted
     tokens = doc.tokens
+    n = len(tokens)
     i = 0
     try:
-        for i, tok in enumerate(tokens):
-            t0 = perf_ns()
-            fill()
-            t1 = perf_ns()
+        for i in range(n + 1):
+            if csw:
+                c0 = _thread_rusage().ru_nivcsw
+                t0 = perf_ns()
+                fill()
+                t1 = perf_ns()
+                if _thread_rusage().ru_nivcsw != c0:
+                    preempted.append(len(mask_ns))
+            else:
+                t0 = perf_ns()
+                fill()
+                t1 = perf_ns()
             mask_ns.append(t1 - t0)
             if record is not None:
                 record[i, : row.shape[0]] = row[: record.shape[1]]
+            if i == n:
+                break
+            tok = tokens[i]
             t0 = perf_ns()
             ok = accept(tok)
             t1 = perf_ns()
             accept_ns.append(t1 - t0)
             if not ok:
                 return {"reason": engine.reject_reason(), "token_index": i, "token": tok}
-        i = len(tokens)
-        t0 = perf_ns()
-        fill()
-        t1 = perf_ns()
-        mask_ns.append(t1 - t0)
-        if record is not None:
-            record[i, : row.shape[0]] = row[: record.shape[1]]
     except Exception as e:  # noqa: BLE001 -- an engine failure is a measured outcome
         reason = f"{type(e).__name__}: {e}".split("\n", 1)[0][:300]
         return {"reason": reason, "token_index": i, "token": None}
@@ -411,6 +436,9 @@ def summarize(res: Result) -> dict[str, Any]:
     a = np.asarray(res.accept_ns, dtype=np.float64) / 1000.0
     if len(m) == 0:
         return {"masks": 0}
+    keep = np.ones(len(m), dtype=bool)
+    keep[np.asarray(res.preempted, dtype=np.int64)] = False
+    clean = m[keep] if keep.any() else m
     return {
         "masks": len(m),
         "masks_per_s": len(m) / (m.sum() / 1e6),
@@ -421,6 +449,10 @@ def summarize(res: Result) -> dict[str, Any]:
         "mask_p999_us": float(np.percentile(m, 99.9)),
         "mask_max_us": float(m.max()),
         "mask_total_s": float(m.sum() / 1e6),
+        "masks_preempted": len(res.preempted),
+        "mask_mean_us_not_preempted": float(clean.mean()),
+        "mask_p99_us_not_preempted": float(np.percentile(clean, 99)),
+        "mask_max_us_not_preempted": float(clean.max()),
         "accepts": len(a),
         "accept_mean_us": float(a.mean()) if len(a) else 0.0,
         "accept_p99_us": float(np.percentile(a, 99)) if len(a) else 0.0,
@@ -489,6 +521,10 @@ def print_table(names: list[str], engines: dict[str, Engine], stats: dict[str, d
         ("mask p50 (us)", lambda n: fmt(stats[n].get("mask_p50_us"))),
         ("mask p99 (us)", lambda n: fmt(stats[n].get("mask_p99_us"))),
         ("mask max (us)", lambda n: fmt(stats[n].get("mask_max_us"))),
+        ("preempted masks", lambda n: fmt(stats[n].get("masks_preempted"))),
+        ("  mean, not preempted (us)", lambda n: fmt(stats[n].get("mask_mean_us_not_preempted"))),
+        ("  p99, not preempted (us)", lambda n: fmt(stats[n].get("mask_p99_us_not_preempted"))),
+        ("  max, not preempted (us)", lambda n: fmt(stats[n].get("mask_max_us_not_preempted"))),
         ("accept mean (us)", lambda n: fmt(stats[n].get("accept_mean_us"))),
         ("docs rejected", lambda n: fmt(stats[n].get("docs_rejected"))),
         ("docs complete at end", lambda n: fmt(stats[n].get("docs_end_accepting"))),
@@ -535,6 +571,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=0,
         help="walk the first N documents once without recording times",
+    )
+    ap.add_argument(
+        "--no-preemption-check",
+        action="store_true",
+        help="do not read the thread's context-switch count around each mask call",
     )
     ap.add_argument("--quiet", action="store_true", help="no progress output")
     args = ap.parse_args(argv)
@@ -605,6 +646,7 @@ def main(argv: list[str] | None = None) -> int:
     print("engines: " + ", ".join(active) + " (single-threaded, interleaved per document)")
 
     results = {n: Result() for n in active}
+    csw = not args.no_preemption_check and _RUSAGE_THREAD is not None
     cross = {n: CrossCheck() for n in active if n != REFERENCE and REFERENCE in engines}
     n_cross = len(docs) if args.crosscheck_docs < 0 else min(args.crosscheck_docs, len(docs))
 
@@ -612,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
         scratch = {n: Result() for n in active}
         for doc in docs[: args.warmup_docs]:
             for n in active:
-                walk(engines[n], doc, scratch[n], None)
+                walk(engines[n], doc, scratch[n], None, csw)
 
     # No collector pauses inside timed calls: freeze everything allocated so far (modules,
     # documents) so collections stay cheap, collect only between documents, every 100.
@@ -631,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
                 rec = np.zeros((len(doc.tokens) + 1, words), np.int32) if check else None
                 res = results[n]
                 before = len(res.mask_ns)
-                err = walk(eng, doc, res, rec)
+                err = walk(eng, doc, res, rec, csw)
                 res.docs += 1
                 reached[n] = len(res.mask_ns) - before
                 if err is None:
@@ -657,25 +699,36 @@ def main(argv: list[str] | None = None) -> int:
     run_s = (perf_ns() - t_run) / 1e9
 
     stats = {n: summarize(results[n]) for n in active}
+    try:
+        threads: int | None = len(os.listdir("/proc/self/task"))  # proves no thread pool ran
+    except OSError:
+        threads = None
     print(
         f"\nrun: {run_s:.1f} s wall; 1-min load average {loadavg_start[0]:.2f} at start, "
-        f"{os.getloadavg()[0]:.2f} at end ({os.cpu_count()} CPUs)\n"
+        f"{os.getloadavg()[0]:.2f} at end ({os.cpu_count()} CPUs); "
+        f"OS threads in this process: {threads if threads is not None else '?'}\n"
     )
     print_table(active, engines, stats)
 
     ratios: dict[str, float] = {}
-    if "structout" in engines:
-        for other in ("llguidance", "xgrammar"):
-            if other in engines and stats[other].get("masks") and stats["structout"].get("masks"):
-                for key in ("mean", "p99"):
-                    k = f"mask_{key}_us"
-                    ratios[f"structout/{other} {key}"] = stats["structout"][k] / stats[other][k]
+    pairs = [("structout", "llguidance"), ("structout", "xgrammar"), ("xgrammar", "llguidance")]
+    for a, b in pairs:
+        if a in engines and b in engines and stats[a].get("masks") and stats[b].get("masks"):
+            for key in ("mean_us", "p99_us", "mean_us_not_preempted", "p99_us_not_preempted"):
+                label = key.replace("_us", "").replace("_", " ")
+                ratios[f"{a}/{b} {label}"] = stats[a][f"mask_{key}"] / stats[b][f"mask_{key}"]
     if ratios:
-        print("\nratios (mask time, lower is better for structout):")
+        print("\nratios of mask time (below 1: the first engine is faster):")
         for k, v in ratios.items():
-            print(f"  {k:<28} {v:.2f}x")
-    else:
-        print("\nratios: pending (structout not measured in this run)")
+            print(f"  {k:<42} {v:.2f}x")
+        rejected = {n: len(results[n].errors) for n in active if results[n].errors}
+        if rejected:
+            print(
+                f"  (documents rejected: {rejected}; a rejected document contributes its masks "
+                "up to the rejected token)"
+            )
+    if "structout" not in engines:
+        print("\nstructout ratios: pending (structout not measured in this run)")
 
     for n, cc in cross.items():
         print(
@@ -718,6 +771,7 @@ def main(argv: list[str] | None = None) -> int:
                 "vocab_size": vocab_size,
                 "warmup_docs": args.warmup_docs,
                 "crosscheck_docs": n_cross,
+                "preemption_check": csw,
             },
             "environment": environment(names),
             "data": {
@@ -728,6 +782,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "run_wall_s": run_s,
             "loadavg_start": loadavg_start,
+            "os_threads_at_end": threads,
             "loadavg_end": list(os.getloadavg()),
             "engines": {
                 n: {
