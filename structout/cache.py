@@ -246,7 +246,7 @@ class CompileCache:
         path = self._entry_path(key)
         try:
             raw = path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
             self._disk_problem(f"cannot read {path}: {exc}")

@@ -1,0 +1,179 @@
+"""Command line: ``python -m structout demo`` and ``python -m structout check GRAMMAR INPUT``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+
+# ----------------------------------------------------------------------------------- check
+def _describe_bytes(allowed: bytes, limit: int = 16) -> str:
+    if not allowed:
+        return "nothing (the input must end here)"
+    shown = []
+    for b in allowed[:limit]:
+        ch = chr(b)
+        shown.append(repr(ch) if 0x20 <= b < 0x7F else f"0x{b:02x}")
+    more = f" and {len(allowed) - limit} more" if len(allowed) > limit else ""
+    return ", ".join(shown) + more
+
+
+def _line_col(data: bytes, offset: int) -> tuple[int, int]:
+    line = data.count(b"\n", 0, offset) + 1
+    start = data.rfind(b"\n", 0, offset) + 1
+    return line, len(data[start:offset].decode("utf-8", errors="replace")) + 1
+
+
+def _load_grammar_text(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".json":
+        from structout.schema import to_kbnf
+
+        return str(to_kbnf(json.loads(text)))
+    return text
+
+
+def check(grammar_file: str, input_file: str, start: str = "start", strip: bool = False) -> int:
+    """Print whether the input matches the grammar; 0 = match, 1 = no match, 2 = bad grammar."""
+    from structout._engine import compile_grammar
+    from structout.errors import StructoutError
+
+    gpath, ipath = Path(grammar_file), Path(input_file)
+    try:
+        text = _load_grammar_text(gpath)
+        grammar = compile_grammar(text, start)
+    except (StructoutError, ValueError, OSError) as exc:
+        print(f"error: cannot load grammar {gpath}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        data = ipath.read_bytes()
+    except OSError as exc:
+        print(f"error: cannot read input {ipath}: {exc}", file=sys.stderr)
+        return 2
+    if strip:
+        data = data.rstrip(b"\r\n")
+    rec = grammar.recognizer()
+    for offset, byte in enumerate(data):
+        if not rec.feed_byte(byte):
+            line, col = _line_col(data, offset)
+            print(
+                f"no match: {ipath}:{line}:{col} (byte {offset}): {chr(byte)!r} cannot come here; "
+                f"expected {_describe_bytes(rec.allowed_bytes())}"
+            )
+            context = data[max(0, offset - 40) : offset].decode("utf-8", errors="replace")
+            print(f"  after: ...{context!r}")
+            return 1
+    if not rec.is_complete():
+        line, col = _line_col(data, len(data))
+        print(
+            f"no match: {ipath} ends too early at {line}:{col} (byte {len(data)}); expected "
+            f"{_describe_bytes(rec.allowed_bytes())}"
+        )
+        return 1
+    print(f"match: {ipath} ({len(data)} bytes) is a sentence of {gpath}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------ demo
+def _demo_types() -> Any:
+    from typing import Literal, Optional
+
+    from pydantic import BaseModel, Field
+
+    class Ingredient(BaseModel):
+        name: str = Field(description="ingredient name", max_length=30)
+        grams: int = Field(ge=1, le=2000)
+
+    class Recipe(BaseModel):
+        """A short recipe card."""
+
+        title: str = Field(description="name of the dish", max_length=40)
+        cuisine: Literal["italian", "french", "japanese", "mexican", "indian", "other"]
+        vegetarian: bool
+        servings: int = Field(ge=1, le=12)
+        ingredients: list[Ingredient] = Field(min_length=1, max_length=4)
+        tip: Optional[str] = Field(default=None, max_length=80)  # noqa: UP045 (py3.9)
+
+    return Recipe
+
+
+def demo(prompt: str, max_new_tokens: int, jump_forward: bool, seed: int | None) -> int:
+    from structout.errors import StructoutError
+    from structout.model import Model
+
+    Recipe = _demo_types()
+    t0 = time.perf_counter()
+    model = Model.default()
+    load_s = time.perf_counter() - t0
+    print(f"model: SmolLM2-135M-Instruct on {model.device} (loaded in {load_s:.1f} s)")
+    print(f"prompt: {prompt}")
+    try:
+        res = model.generate(
+            prompt,
+            Recipe,
+            max_new_tokens=max_new_tokens,
+            jump_forward=jump_forward,
+            seed=seed,
+            temperature=0.0 if seed is None else 0.7,
+            return_result=True,
+        )
+    except StructoutError as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    t = res.timings
+    print()
+    print(f"{type(res.value).__name__} instance:")
+    print(f"  {res.value!r}")
+    print()
+    print("JSON:")
+    print(res.value.model_dump_json(indent=2))
+    print()
+    print(
+        f"tokens: {len(res.token_ids)} generated ({res.forced_tokens} by jump-forward), "
+        f"{res.forward_passes} forward passes, finish: {res.finish_reason}"
+    )
+    print(
+        f"timings: compile {t.compile_ms:.1f} ms | prefill {t.prefill_ms:.0f} ms | "
+        f"total {t.total_ms:.0f} ms | {t.tokens_per_s:.1f} tokens/s | "
+        f"mask {t.mask_us_per_token:.1f} us/token"
+    )
+    return 0
+
+
+# ------------------------------------------------------------------------------------ main
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m structout", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_demo = sub.add_parser("demo", help="generate a typed object with SmolLM2 and show timings")
+    p_demo.add_argument(
+        "--prompt",
+        default="Give me a recipe for a simple vegetarian pasta dish.",
+        help="what to ask for (the output is a Recipe object)",
+    )
+    p_demo.add_argument("--max-new-tokens", type=int, default=200)
+    p_demo.add_argument("--no-jump-forward", action="store_true")
+    p_demo.add_argument("--seed", type=int, default=None, help="sample (T=0.7) with this seed")
+
+    p_check = sub.add_parser("check", help="does INPUT_FILE match GRAMMAR_FILE?")
+    p_check.add_argument("grammar_file", help="KBNF grammar (.kbnf) or JSON Schema (.json)")
+    p_check.add_argument("input_file")
+    p_check.add_argument("--start", default="start", help="start symbol (default: start)")
+    p_check.add_argument(
+        "--strip", action="store_true", help="ignore trailing newlines of the input file"
+    )
+
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return demo(args.prompt, args.max_new_tokens, not args.no_jump_forward, args.seed)
+    return check(args.grammar_file, args.input_file, args.start, args.strip)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

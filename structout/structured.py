@@ -1,0 +1,245 @@
+"""``@structured``: a typed function whose body is a prompt.
+
+.. code-block:: python
+
+    @structured(model=m, max_new_tokens=200)
+    def classify(ticket: str) -> Literal["bug", "feature", "question"]:
+        \"\"\"Classify this support ticket: {ticket}\"\"\"
+
+    classify("The app crashes when I click save")   # -> "bug"
+    classify.prompt("...")                           # the rendered prompt
+
+* The return annotation is the schema, resolved with :func:`typing.get_type_hints` at the first
+  call (so ``from __future__ import annotations`` and forward references work).
+* The docstring, dedented and formatted with the bound arguments (defaults applied), is the prompt;
+  write ``{{`` / ``}}`` for literal braces. The function body is not run.
+* The model comes from the decorator, else from an enclosing ``with structout.use_model(m):``,
+  else :meth:`structout.Model.default`.
+* ``async def`` functions return a coroutine; generation runs in a worker thread so the event loop
+  stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import inspect
+import string
+import typing
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, overload
+
+if TYPE_CHECKING:  # pragma: no cover
+    from structout.model import Model
+
+__all__ = ["StructuredFunction", "current_model", "structured", "use_model"]
+
+R = TypeVar("R")
+
+_model_var: contextvars.ContextVar[Model | None] = contextvars.ContextVar(
+    "structout_model", default=None
+)
+
+
+@contextlib.contextmanager
+def use_model(model: Model) -> Iterator[Model]:
+    """Make ``model`` the default for ``@structured`` functions inside the ``with`` block.
+
+    Context-local (``contextvars``): nested blocks, threads and asyncio tasks each see their own.
+    """
+    token = _model_var.set(model)
+    try:
+        yield model
+    finally:
+        _model_var.reset(token)
+
+
+def current_model() -> Model:
+    """The model ``@structured`` functions use here: ``use_model``'s, else ``Model.default()``."""
+    model = _model_var.get()
+    if model is not None:
+        return model
+    from structout.model import Model
+
+    return Model.default()
+
+
+_GENERATE_OPTIONS = {
+    "max_new_tokens",
+    "temperature",
+    "top_p",
+    "seed",
+    "jump_forward",
+    "return_result",
+    "chat_template",
+    "schema_in_prompt",
+}
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    unknown = set(options) - _GENERATE_OPTIONS
+    if unknown:
+        raise TypeError(
+            f"unknown @structured option(s): {', '.join(sorted(unknown))} (known: "
+            f"model, schema, system, {', '.join(sorted(_GENERATE_OPTIONS))})"
+        )
+
+
+class StructuredFunction(Generic[R]):
+    """The callable ``@structured`` returns (keeps the wrapped function's name and docs)."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        model: Model | None,
+        schema: Any,
+        system: str | None,
+        options: dict[str, Any],
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"@structured decorates a function, got {fn!r}")
+        doc = fn.__doc__
+        if not doc or not doc.strip():
+            raise TypeError(
+                f"@structured function {fn.__qualname__} needs a docstring: it is the prompt "
+                "(use {param} placeholders for the arguments)"
+            )
+        _check_options(options)
+        self.__wrapped__ = fn
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._model = model
+        self._schema_override = schema
+        self._system = system
+        self._options = options
+        self._signature = inspect.signature(fn)
+        self._template = inspect.cleandoc(doc)
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._check_placeholders()
+
+    def _check_placeholders(self) -> None:
+        params = set(self._signature.parameters)
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(self._template) if f is not None]
+        except ValueError as exc:
+            raise ValueError(
+                f"the docstring of {self._fn.__qualname__} is not a valid format string ({exc}); "
+                "write {{ and }} for literal braces"
+            ) from exc
+        for f in fields:
+            name = f.split(".")[0].split("[")[0]
+            if not name or name.isdigit():
+                raise ValueError(
+                    f"the docstring of {self._fn.__qualname__} uses a positional placeholder "
+                    f"{{{f}}}; name the parameter instead"
+                )
+            if name not in params:
+                raise ValueError(
+                    f"the docstring of {self._fn.__qualname__} refers to {{{name}}}, which is not a "
+                    f"parameter (parameters: {', '.join(params) or 'none'})"
+                )
+
+    # ------------------------------------------------------------------------------ pieces
+    @property
+    def schema(self) -> Any:
+        """The return annotation (or the ``schema=`` override), resolved lazily."""
+        if self._schema_override is not None:
+            return self._schema_override
+        try:
+            hints = typing.get_type_hints(self._fn, include_extras=True)
+        except NameError as exc:
+            raise TypeError(
+                f"cannot resolve the return annotation of {self._fn.__qualname__}: {exc}"
+            ) from exc
+        if "return" not in hints or hints["return"] is type(None):
+            raise TypeError(
+                f"@structured function {self._fn.__qualname__} needs a return annotation: it is "
+                "the schema of the output"
+            )
+        return hints["return"]
+
+    def prompt(self, *args: Any, **kwargs: Any) -> str:
+        """The prompt for these arguments: the docstring formatted with the bound arguments."""
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return self._template.format(**bound.arguments)
+
+    def messages(self, *args: Any, **kwargs: Any) -> list[dict[str, str]]:
+        msgs = []
+        if self._system:
+            msgs.append({"role": "system", "content": self._system})
+        msgs.append({"role": "user", "content": self.prompt(*args, **kwargs)})
+        return msgs
+
+    @property
+    def model(self) -> Model:
+        """The model a call made here would use."""
+        return self._model if self._model is not None else current_model()
+
+    # ------------------------------------------------------------------------------ calling
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        messages = self.messages(*args, **kwargs)
+        schema = self.schema
+        if self._is_async:
+            model = self.model  # resolved in the caller's context, before switching threads
+            return self._acall(model, messages, schema)
+        return self.model.generate(messages, schema, **self._options)
+
+    async def _acall(self, model: Model, messages: list[dict[str, str]], schema: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        ctx = contextvars.copy_context()
+        call = functools.partial(ctx.run, model.generate, messages, schema, **self._options)
+        return await loop.run_in_executor(None, call)
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        """Bind like a function, so ``@structured`` works on methods."""
+        if instance is None:
+            return self
+        bound = functools.partial(self.__call__, instance)
+        bound.prompt = functools.partial(self.prompt, instance)  # type: ignore[attr-defined]
+        return bound
+
+    def __repr__(self) -> str:
+        return f"<structured function {self._fn.__qualname__}>"
+
+
+@overload
+def structured(fn: Callable[..., Any]) -> StructuredFunction[Any]: ...
+
+
+@overload
+def structured(
+    fn: None = None,
+    *,
+    model: Model | None = None,
+    schema: Any = None,
+    system: str | None = None,
+    **options: Any,
+) -> Callable[[Callable[..., Any]], StructuredFunction[Any]]: ...
+
+
+def structured(
+    fn: Callable[..., Any] | None = None,
+    *,
+    model: Model | None = None,
+    schema: Any = None,
+    system: str | None = None,
+    **options: Any,
+) -> Any:
+    """Turn a typed, documented function into a structured-generation call.
+
+    Options: ``model``, ``schema`` (instead of the return annotation), ``system`` (a system
+    message), and any of ``max_new_tokens``, ``temperature``, ``top_p``, ``seed``,
+    ``jump_forward``, ``return_result``, ``chat_template``, ``schema_in_prompt`` (passed to
+    :meth:`structout.Model.generate`). Usable bare (``@structured``) or called.
+    """
+    _check_options(options)
+    if fn is not None:
+        return StructuredFunction(fn, model, schema, system, options)
+
+    def decorate(f: Callable[..., Any]) -> StructuredFunction[Any]:
+        return StructuredFunction(f, model, schema, system, options)
+
+    return decorate
