@@ -406,7 +406,7 @@ class Compiler:
         for kw in ("$dynamicRef", "$recursiveRef"):
             if kw in s:
                 parts.append(self._dynamic_ref(s[kw], kw, loc, ann))
-        parts.append(self._typed(loc))
+        parts.append(self._typed(loc, ann))
         if "enum" in s:
             vals = s["enum"]
             if not isinstance(vals, list):
@@ -638,7 +638,7 @@ class Compiler:
 
     # --- type-specific keywords ---
 
-    def _typed(self, loc: Location) -> Node:
+    def _typed(self, loc: Location, ann: bool = False) -> Node:
         s = loc.value
         alg = self.alg
         kinds = set(_ir.TYPE_KINDS)
@@ -688,9 +688,9 @@ class Compiler:
             elif k == "str":
                 atoms.append(self._string(loc))
             elif k == "arr":
-                atoms.append(self._array(loc))
+                atoms.append(self._array(loc, ann))
             elif k == "obj":
-                atoms.append(self._object(loc))
+                atoms.append(self._object(loc, ann))
         return alg.or_(*atoms)
 
     def _num_value(self, loc: Location, kw: str) -> Fraction:
@@ -781,7 +781,7 @@ class Compiler:
         except rx.RegexSyntaxError as e:
             raise self.bad(f"invalid regular expression: {e}", loc, kw) from None
 
-    def _array(self, loc: Location) -> Node:
+    def _array(self, loc: Location, ann: bool = False) -> Node:
         s = loc.value
         alg = self.alg
         prefix: list[Node] = []
@@ -818,9 +818,10 @@ class Compiler:
             contains.append((c, lo, hi, 0))
             cnodes = (c,)
         unique = s.get("uniqueItems") is True
-        return alg.arr(prefix, rest, mn, mx, contains, unique, (pn, ev_all, cnodes))
+        ev = (pn, ev_all, cnodes) if ann else (0, False, ())
+        return alg.arr(prefix, rest, mn, mx, contains, unique, ev)
 
-    def _object(self, loc: Location) -> Node:
+    def _object(self, loc: Location, ann: bool = False) -> Node:
         s = loc.value
         alg = self.alg
         props: list[tuple[str, Node]] = []
@@ -885,7 +886,8 @@ class Compiler:
                 deps.append((k, tuple(v)))
         mn = self._count(loc, "minProperties") or 0
         mx = self._count(loc, "maxProperties")
-        return alg.obj(props, required, tail, mn, mx, deps, (), sl.f_or(*ev) if ev else sl.NOTHING)
+        evf = sl.f_or(*ev) if (ev and ann) else sl.NOTHING
+        return alg.obj(props, required, tail, mn, mx, deps, (), evf)
 
     def key_language(self, node: Node, loc: Location) -> sl.Formula:
         """The set of strings a ``propertyNames`` schema accepts (as a string formula)."""

@@ -32,6 +32,7 @@ Alt = list[Sym]
 
 MAX_OBJ_VARIANTS = 64
 MAX_TAIL_CONSTRAINTS = 6
+MAX_TAIL_EXISTS = 4
 MAX_ARRAY_STATES = 4000
 MAX_LITERAL_SET = 20000
 
@@ -174,7 +175,11 @@ class Emitter:
         return name
 
     def add_rule(self, name: str, alts: list[Alt]) -> None:
-        self.rules[name] = alts
+        uniq: list[Alt] = []
+        for a in alts:
+            if a not in uniq:
+                uniq.append(a)
+        self.rules[name] = uniq
 
     def terminal(self, regex_text: str, hint: str) -> Sym:
         """A named rule holding one regex terminal (shared by identical regexes)."""
@@ -480,7 +485,7 @@ class Emitter:
         caps = []
         for c, lo, hi, _st in contains:
             caps.append(hi + 1 if hi is not None else lo)
-        nmax = mx if mx is not None else max(mn, p, max((st for *_, st in contains), default=0))
+        nmax = mx if mx is not None else max(mn, p, 1, max((st for *_, st in contains), default=0))
         lay = self.layout
         comma = lay.comma(depth)
         states: dict[tuple[int, tuple[int, ...]], str] = {}
@@ -780,20 +785,24 @@ class Emitter:
             vs = self.value(v, depth + 1)
             if ks is not None and vs is not None:
                 region_items.append([ks] + colon + [vs])
-        hit_items: list[list[Alt]] = []
-        for f, w in var.texists:
+        # one tail member may satisfy several tail-exists constraints at once
+        nex = len(var.texists)
+        if nex > MAX_TAIL_EXISTS:
+            raise Unsupported("too many 'some key must ...' constraints on one object", "not")
+        hit_items: list[tuple[frozenset[int], list[Alt]]] = []
+        for mask in range(1, 1 << nex):
+            group = [var.texists[j] for j in range(nex) if mask >> j & 1]
             hits = []
             for kf, v in regions:
-                ks = self.string(sl.f_and(kf, f), None, "key")
-                vs = self.value(alg.and_(v, w), depth + 1)
+                keyf = sl.f_and(kf, *(f for f, _ in group))
+                ks = self.string(keyf, None, "key") if keyf != sl.NOTHING else None
+                vs = self.value(alg.and_all([v, *(w for _, w in group)]), depth + 1)
                 if ks is not None and vs is not None:
-                    hits.append([ks] + colon + [vs])
-            if not hits:
-                return []
-            hit_items.append(hits)
+                    hits.append([ks, *colon, vs])
+            if hits:
+                hit_items.append((frozenset(j for j in range(nex) if mask >> j & 1), hits))
         counting = mn > 0 or mx is not None
         n = len(members)
-        nex = len(hit_items)
         full = frozenset(range(nex))
         rules: dict[tuple[Any, ...], str] = {}
         todo: list[tuple[Any, ...]] = []
@@ -852,10 +861,10 @@ class Emitter:
                     if mx is None or c2 <= mx:
                         for it in region_items:
                             alts.append(sep + it + [rule(("tail", clamp(c2), False, sat))])
-                        for j, hits in enumerate(hit_items):
+                        for group, hits in hit_items:
                             for it in hits:
                                 alts.append(
-                                    sep + it + [rule(("tail", clamp(c2), False, sat | {j}))]
+                                    sep + it + [rule(("tail", clamp(c2), False, sat | group))]
                                 )
             self.add_rule(name, alts)
         out: list[Alt] = []

@@ -240,14 +240,22 @@ class Algebra:
 
     def or_(self, *items: Node) -> Node:
         alts: list[Node] = []
+        has_any = False
         for it in items:
             if it.kind == "any":
-                return self.ANY
+                has_any = True
+                continue
             if it.kind == "never":
                 continue
             for a in it.args[0] if it.kind == "union" else (it,):
                 if a not in alts:
                     alts.append(a)
+        if has_any:
+            # ``any`` absorbs everything unless an alternative carries annotations
+            # (unevaluated*) that a plain ``any`` would lose
+            if not any(_carries_annotations(a) for a in alts):
+                return self.ANY
+            alts = [self.type_atom(t) for t in TYPE_KINDS] + alts
         if not alts:
             return self.NEVER
         # merge simple atoms of the same type
@@ -270,10 +278,22 @@ class Algebra:
             else:
                 merged.append(a)
         merged = [m for m in merged if m.kind != "never"]
-        # arrays/objects subsumed by the unconstrained atom of their kind
+        # arrays/objects subsumed by the unconstrained atom of their kind (unless they carry
+        # annotations for unevaluated*)
         for k, full in (("arr", self.ARR), ("obj", self.OBJ)):
             if full in merged:
-                merged = [m for m in merged if m.kind != k or m is full]
+                merged = [m for m in merged if m.kind != k or m is full or _carries_annotations(m)]
+        objs = [m for m in merged if m.kind == "obj"]
+        if len(objs) > 2:
+            drop = set()
+            for i, a in enumerate(objs):
+                for j, b in enumerate(objs):
+                    if i != j and j not in drop and _obj_subsumes(b, a):
+                        drop.add(i)
+                        break
+            if drop:
+                gone = {objs[i] for i in drop}
+                merged = [m for m in merged if m not in gone]
         kinds = {m.kind for m in merged}
         if (
             len(merged) == 6
@@ -326,9 +346,16 @@ class Algebra:
         elif a.kind == "union" or b.kind == "union":
             xs = a.args[0] if a.kind == "union" else (a,)
             ys = b.args[0] if b.kind == "union" else (b,)
-            if len(xs) * len(ys) > 4 * self.max_alternatives:
+            # only alternatives of the same kind (or refs) can intersect
+            pairs = [
+                (x, y)
+                for x in xs
+                for y in ys
+                if x.kind == y.kind or x.kind == "ref" or y.kind == "ref"
+            ]
+            if len(pairs) > 4 * self.max_alternatives:
                 raise LimitExceededError("schema too complex: intersection of large unions")
-            res = self.or_(*(self.and_(x, y) for x in xs for y in ys))
+            res = self.or_(*(self.and_(x, y) for x, y in pairs))
         else:
             res = self._and_atoms(a, b)
         self._and_memo[key] = res
@@ -584,6 +611,62 @@ class Algebra:
                 out.extend(self.alternatives(a, depth + 1))
             return out
         return [node]
+
+
+def _subset_node(a: Node, b: Node) -> bool:
+    """Cheap syntactic check that every value of ``a`` is a value of ``b``."""
+    return a is b or b.kind == "any" or a.kind == "never"
+
+
+def _obj_subsumes(b: Node, a: Node) -> bool:
+    """Whether object atom ``b`` syntactically contains object atom ``a`` (``a`` redundant).
+
+    Only when ``a`` carries no annotations beyond ``b``'s (so unevaluated* are unaffected).
+    """
+    pa, ra, ta, mina, maxa, da, ea, eva = a.args
+    pb, rb, tb, minb, maxb, db, eb, evb = b.args
+    if eva != evb and eva != sl.NOTHING:
+        return False
+    if not set(rb) <= set(ra) or minb > mina:
+        return False
+    if maxb is not None and (maxa is None or maxa > maxb):
+        return False
+    if not set(db) <= set(da) or not set(eb) <= set(ea) or not set(tb) <= set(ta):
+        return False
+    da_props = dict(pa)
+    db_props = dict(pb)
+    for k, vb in pb:
+        va = da_props.get(k)
+        if va is None or not _subset_node(va, vb):
+            return False
+    for k, va in pa:
+        if k in db_props:
+            continue
+        for f, v in tb:
+            if sl.matches(f, k) and not _subset_node(va, v):
+                return False
+    return True
+
+
+def _carries_annotations(n: Node) -> bool:
+    """Whether ``n`` may carry evaluation annotations (for unevaluated*) that matter."""
+    if n.kind == "obj":
+        return n.args[7] != sl.NOTHING
+    if n.kind == "arr":
+        return n.args[6] != (0, False, ())
+    if n.kind == "ref":
+        return _key_is_ann(n.args[0])
+    return False
+
+
+def _key_is_ann(key: Any) -> bool:
+    if isinstance(key, str):
+        return key.endswith("|ann")
+    if isinstance(key, tuple):
+        return any(
+            _key_is_ann(x.args[0]) for x in key[1:] if isinstance(x, Node) and x.kind == "ref"
+        ) or any(isinstance(x, Node) and _carries_annotations(x) for x in key[1:])
+    return False
 
 
 def kind_of(value: Any) -> str:
