@@ -180,6 +180,9 @@ impl Recognizer {
 
     pub fn try_feed(&mut self, bytes: &[u8]) -> Result<bool, EngineError> {
         let len = self.len();
+        // Growing by doubling would copy the buffers repeatedly on long inputs.
+        self.sets.reserve(bytes.len());
+        self.items.reserve(bytes.len() * 2);
         for &b in bytes {
             match self.try_feed_byte(b) {
                 Ok(true) => {}
@@ -228,6 +231,11 @@ impl Recognizer {
         let cur = self.sets.len() - 1;
         let next = (cur + 1) as u32;
         let set = self.sets[cur];
+        if set.end == set.start + 1 && set.wait == set.end {
+            if let Some(accepted) = self.feed_inside_terminal(set, byte) {
+                return Ok(accepted);
+            }
+        }
         self.begin_set();
         let Recognizer {
             grammar,
@@ -300,6 +308,53 @@ impl Recognizer {
         Ok(true)
     }
 
+    /// Fast path for a set holding a single scan item in the middle of a terminal (e.g. inside a
+    /// JSON string): when the byte neither ends the terminal nor kills it, the next set is that item
+    /// with a new state, with no prediction, completion or Leo work. `None` defers to the full path.
+    #[inline]
+    fn feed_inside_terminal(&mut self, set: SetInfo, byte: u8) -> Option<bool> {
+        let lnf = &self.grammar.lnf;
+        let it = self.items[set.start as usize];
+        let state = match lnf.syms[it.pos as usize] {
+            LSym::Lit(l) => {
+                let lit = lnf.literal(l);
+                if lit[it.state as usize] != byte {
+                    return Some(false);
+                }
+                if it.state as usize + 1 == lit.len() {
+                    return None;
+                }
+                it.state + 1
+            }
+            LSym::Regex(d) => {
+                let dfa = &lnf.dfas[d as usize];
+                let t = dfa.next(it.state, byte);
+                if t == DEAD {
+                    return Some(false);
+                }
+                if dfa.is_accept(t) {
+                    return None;
+                }
+                t
+            }
+            _ => return None,
+        };
+        if self.items.len() >= self.grammar.options.max_total_items {
+            return None;
+        }
+        let start = self.items.len() as u32;
+        self.items.push(Item { state, ..it });
+        let leo_end = self.sets[self.sets.len() - 1].leo_end;
+        self.sets.push(SetInfo {
+            start,
+            wait: start + 1,
+            end: start + 1,
+            leo_end,
+            complete: false,
+        });
+        Some(true)
+    }
+
     fn begin_set(&mut self) {
         let s = &mut self.scratch;
         s.scan.clear();
@@ -356,6 +411,9 @@ impl Recognizer {
             leo_end: leo_begin,
             complete,
         });
+        if wait == end {
+            return Ok(());
+        }
         let lnf = &self.grammar.lnf;
         let stamp = self.scratch.stamp;
         for k in wait as usize..end as usize {

@@ -151,6 +151,10 @@ mod tests {
         assert!(e.contains("invalid except! argument"), "{e}");
         let e = err("other ::= 'a';");
         assert!(e.contains("start symbol `start` is not defined"), "{e}");
+        assert_eq!(
+            lnf("start ::= #\"\" 'a' #\"b?\";"),
+            "start#0 ::= #regex0[4 states];\n"
+        );
         let e = err("start ::= a; start ::= b;");
         assert!(
             e.contains("1:11") && e.contains("1:24"),

@@ -16,6 +16,10 @@ const MAX_NULLABLE_PER_PRODUCTION: usize = 3;
 /// Normalizes in place; returns whether the start symbol derives the empty string.
 pub fn normalize(bnf: &mut Bnf, opts: &CompileOptions) -> Result<bool, Diagnostic> {
     check_size(bnf, opts)?;
+    // Lexical merging first: a run of adjacent terminals becomes one terminal, so the recognizer
+    // does the work of a lexer inside one DFA instead of creating Earley items per piece.
+    inline_single_terminals(bnf);
+    merge_terminal_runs(bnf, opts);
     let start_nullable = eliminate_nullable(bnf);
     check_size(bnf, opts)?;
     remove_useless(bnf);
@@ -37,6 +41,7 @@ pub fn normalize(bnf: &mut Bnf, opts: &CompileOptions) -> Result<bool, Diagnosti
         merge_literal_runs(bnf);
         merge_terminal_alternations(bnf, opts);
         inline_single_terminals(bnf);
+        remove_useless(bnf);
     }
     merge_equal_nonterminals(bnf);
     remove_useless(bnf);
@@ -331,7 +336,49 @@ fn inline_single_terminals(bnf: &mut Bnf) {
             }
         }
     }
-    remove_useless(bnf);
+}
+
+/// Replaces each run of two or more adjacent literal/regex terminals containing a regex by one regex
+/// terminal for their concatenation. Runs before nullable elimination, so nullable pieces keep their
+/// full (possibly empty) meaning inside the concatenation.
+fn merge_terminal_runs(bnf: &mut Bnf, opts: &CompileOptions) {
+    let piece = |bnf: &Bnf, s: Sym| -> Option<String> {
+        match s {
+            Sym::Lit(l) => Some(escape_bytes(&bnf.literals[l as usize])),
+            Sym::Regex(r) => Some(format!("(?:{})", bnf.regexes[r as usize].pattern)),
+            _ => None,
+        }
+    };
+    for nt in 0..bnf.rules.len() {
+        for a in 0..bnf.rules[nt].len() {
+            let alt = bnf.rules[nt][a].clone();
+            let mut out: Vec<Sym> = Vec::with_capacity(alt.len());
+            let mut i = 0;
+            while i < alt.len() {
+                let mut j = i;
+                while j < alt.len() && piece(bnf, alt[j]).is_some() {
+                    j += 1;
+                }
+                let run = &alt[i..j];
+                let has_regex = run.iter().any(|s| matches!(s, Sym::Regex(_)));
+                if run.len() >= 2 && has_regex {
+                    let pattern: String = run.iter().filter_map(|&s| piece(bnf, s)).collect();
+                    match Dfa::from_regex(&pattern, opts.dfa_size_limit) {
+                        Ok(dfa) => out.push(Sym::Regex(bnf.intern_regex(pattern, dfa))),
+                        Err(_) => out.extend_from_slice(run),
+                    }
+                    i = j;
+                } else if j > i {
+                    out.extend_from_slice(run);
+                    i = j;
+                } else {
+                    out.push(alt[i]);
+                    i += 1;
+                }
+            }
+            bnf.rules[nt][a] = out;
+        }
+    }
 }
 
 fn merge_literal_runs(bnf: &mut Bnf) {
