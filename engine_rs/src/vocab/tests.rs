@@ -417,3 +417,53 @@ fn large_vocabulary_trie_is_consistent() {
     check_trie(&v);
     assert_eq!(v.num_text_tokens(), 5256);
 }
+
+/// Timing of the Llama 3 vocabulary preparation in Rust alone (decode + trie + fingerprint).
+/// Run with `STRUCTOUT_LLAMA3_TOKENIZER=/path/to/tokenizer.json cargo test --release --lib
+/// llama3_prepare_timing -- --ignored --nocapture`.
+#[test]
+#[ignore = "needs STRUCTOUT_LLAMA3_TOKENIZER; timing only"]
+fn llama3_prepare_timing() {
+    let Ok(path) = std::env::var("STRUCTOUT_LLAMA3_TOKENIZER") else {
+        return;
+    };
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).expect("read tokenizer.json")).unwrap();
+    let vocab = json["model"]["vocab"].as_object().unwrap();
+    let mut tokens: Vec<Option<String>> = vec![None; vocab.len()];
+    for (tok, id) in vocab {
+        tokens[id.as_u64().unwrap() as usize] = Some(tok.clone());
+    }
+    let added: Vec<AddedToken> = json["added_tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| AddedToken {
+            id: a["id"].as_u64().unwrap() as u32,
+            content: a["content"].as_str().unwrap().to_string(),
+            special: a["special"].as_bool().unwrap(),
+        })
+        .collect();
+    for round in 0..5 {
+        let t0 = std::time::Instant::now();
+        let v = Vocabulary::from_hf_tokens(
+            &tokens,
+            TokenEncoding::ByteLevel,
+            &added,
+            &[128001, 128009],
+            None,
+        )
+        .unwrap();
+        let t1 = t0.elapsed();
+        let s0 = std::time::Instant::now();
+        let trie = TokenTrie::build(v.text_tokens()).unwrap();
+        let t2 = s0.elapsed();
+        println!(
+            "round {round}: from_hf_tokens {:.1} ms (trie alone {:.1} ms), size {}, nodes {}",
+            t1.as_secs_f64() * 1e3,
+            t2.as_secs_f64() * 1e3,
+            v.size(),
+            trie.len()
+        );
+    }
+}

@@ -184,7 +184,7 @@ impl TokenTrie {
             total_bytes += bytes.len();
             toks.push((id, bytes));
         }
-        toks.sort_unstable_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(&b.0)));
+        sort_tokens(&mut toks);
 
         // A trie of n tokens typically has ~2n nodes; total bytes is an upper bound.
         let mut nodes: Vec<TrieNode> =
@@ -407,6 +407,63 @@ impl TokenTrie {
                 * 4
             + std::mem::size_of::<[u32; 256]>()
     }
+}
+
+/// Sort by bytes, then id.
+///
+/// LSD radix sort on a big-endian key of the first 8 bytes (zero-padded), then a comparison
+/// sort of each run of equal keys. Correct because `key(a) < key(b)` implies `a < b`
+/// lexicographically (a zero pad byte can only stand where the shorter string ended).
+fn sort_tokens(toks: &mut [(u32, &[u8])]) {
+    #[inline]
+    fn key(b: &[u8]) -> u64 {
+        let mut buf = [0u8; 8];
+        let n = b.len().min(8);
+        buf[..n].copy_from_slice(&b[..n]);
+        u64::from_be_bytes(buf)
+    }
+    let n = toks.len();
+    let mut keyed: Vec<(u64, u32)> = toks
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, b))| (key(b), i as u32))
+        .collect();
+    let mut scratch: Vec<(u64, u32)> = vec![(0, 0); n];
+    for pass in 0..8 {
+        let shift = pass * 8;
+        let mut counts = [0usize; 256];
+        for &(k, _) in &keyed {
+            counts[((k >> shift) & 0xFF) as usize] += 1;
+        }
+        if counts.iter().any(|&c| c == n) {
+            continue; // every key has the same byte here
+        }
+        let mut pos = [0usize; 256];
+        let mut sum = 0;
+        for (p, c) in pos.iter_mut().zip(counts) {
+            *p = sum;
+            sum += c;
+        }
+        for &e in &keyed {
+            let d = ((e.0 >> shift) & 0xFF) as usize;
+            scratch[pos[d]] = e;
+            pos[d] += 1;
+        }
+        std::mem::swap(&mut keyed, &mut scratch);
+    }
+    let mut sorted: Vec<(u32, &[u8])> = keyed.iter().map(|&(_, i)| toks[i as usize]).collect();
+    let mut start = 0;
+    while start < n {
+        let mut end = start + 1;
+        while end < n && keyed[end].0 == keyed[start].0 {
+            end += 1;
+        }
+        if end - start > 1 {
+            sorted[start..end].sort_unstable_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(&b.0)));
+        }
+        start = end;
+    }
+    toks.copy_from_slice(&sorted);
 }
 
 fn too_many_nodes() -> VocabError {
