@@ -210,7 +210,7 @@ class Vocabulary:
         return int(self._native.size)
 
     @property
-    def eos_token_ids(self) -> list:
+    def eos_token_ids(self) -> list[int]:
         """EOS token ids, sorted."""
         return list(self._native.eos_token_ids)
 
@@ -228,7 +228,7 @@ class Vocabulary:
         """The bytes token ``token_id`` produces (a special token's text; ``b""`` for padding)."""
         return bytes(self._native.token_bytes(token_id))
 
-    def all_token_bytes(self) -> list:
+    def all_token_bytes(self) -> list[bytes]:
         """``token_bytes(i)`` for every id, as a list."""
         return list(self._native.all_token_bytes())
 
@@ -244,7 +244,7 @@ class Vocabulary:
         """Whether the id lies beyond the tokenizer or is undefined."""
         return bool(self._native.is_padding(token_id))
 
-    def special_token_ids(self) -> list:
+    def special_token_ids(self) -> list[int]:
         """Ids of all special, EOS and padding tokens."""
         return list(self._native.special_token_ids())
 
@@ -352,8 +352,7 @@ def _kind_from_decoder(types: list) -> str | None:
         return "byte_level"
     if "Metaspace" in types or f"Replace:{_SP_SPACE}" in types or "ByteFallback" in types:
         return "sentencepiece"
-    if "WordPiece" in types or "BPEDecoder" in types or "CTC" in types:
-        return None
+    # WordPiece, BPEDecoder (suffix-based), CTC, ...: not a byte-exact spelling we know.
     return None
 
 
@@ -376,9 +375,8 @@ def _read_backend(tok: Any) -> tuple[list, list, str | None, bool]:
     n = tok.get_vocab_size(with_added_tokens=True)
     if added:
         n = max(n, max(i for i, _, _ in added) + 1)
-    added_ids = set(added_dec)
-    id_to_token = tok.id_to_token
-    tokens = [None if i in added_ids else id_to_token(i) for i in range(n)]
+    # Added tokens take precedence in the engine, so their entries here are never decoded.
+    tokens = list(map(tok.id_to_token, range(n)))
     types = _decoder_types(_component_json(tok.decoder))
     kind = _kind_from_decoder(types)
     if kind is None and not types:

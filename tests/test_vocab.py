@@ -426,3 +426,58 @@ def test_error_is_structout_error() -> None:
     with pytest.raises(StructoutError):
         Vocabulary.from_bytes([b"a"], eos_token_ids=[3])
     assert issubclass(VocabularyError, ValueError)
+
+
+# ----------------------------------------------------------------------------- slow tokenizers
+class _Added:
+    def __init__(self, content: str, special: bool) -> None:
+        self.content = content
+        self.special = special
+
+
+class _SlowByteLevelTokenizer:
+    """Duck-typed transformers tokenizer without a `tokenizers` backend (GPT-2 spelling)."""
+
+    def __init__(self) -> None:
+        self.tokens = ["a", "\u0120b", "\u010a", "\u00c3\u00a9", "<|endoftext|>", "<x>"]
+        self.added_tokens_decoder = {4: _Added("<|endoftext|>", True), 5: _Added("<x>", False)}
+        self.eos_token_id = 4
+        self.all_special_ids = [4]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def convert_ids_to_tokens(self, ids: list[int]) -> list[str]:
+        return [self.tokens[i] for i in ids]
+
+
+def test_slow_byte_level_tokenizer() -> None:
+    v = Vocabulary.from_hf(_SlowByteLevelTokenizer())
+    assert v.all_token_bytes() == [b"a", b" b", b"\n", "é".encode(), b"<|endoftext|>", b"<x>"]
+    assert v.eos_token_ids == [4]
+    assert v.special_token_ids() == [4]
+    assert (
+        Vocabulary.from_hf(_SlowByteLevelTokenizer(), kind="raw").token_bytes(1)
+        == "\u0120b".encode()
+    )
+    with pytest.raises(VocabularyError, match="unsupported tokenizer type"):
+        Vocabulary.from_hf(object())
+
+
+def test_slow_sentencepiece_tokenizer(sp_model: bytes) -> None:
+    import sentencepiece as spm
+
+    class SlowSP:
+        def __init__(self) -> None:
+            self.sp_model = spm.SentencePieceProcessor(model_proto=sp_model)
+            n = self.sp_model.get_piece_size()
+            self.added_tokens_decoder = {n: _Added("<tool>", False), n + 1: _Added("<eot>", True)}
+            self.eos_token_id = 2
+
+    v = Vocabulary.from_hf(SlowSP())
+    direct = Vocabulary.from_sentencepiece(sp_model)
+    assert v.size == direct.size + 2
+    assert v.all_token_bytes()[: direct.size] == direct.all_token_bytes()
+    assert v.token_bytes(direct.size) == b"<tool>" and not v.is_special(direct.size)
+    assert v.is_special(direct.size + 1)
+    assert v.eos_token_ids == [2]
