@@ -250,7 +250,8 @@ impl Builder {
 }
 
 /// Resolve the model vocabulary size against the tokenizer's, checking that no text-producing
-/// id would be cut off. `last_text_id(limit)` returns an id ≥ `limit` that produces text.
+/// id would be cut off. `text_id_at_or_beyond(limit)` returns an id ≥ `limit` that produces
+/// text, if any (only consulted when `vocab_size < tokenizer_size`).
 fn resolve_size(
     tokenizer_size: usize,
     vocab_size: Option<usize>,

@@ -435,7 +435,7 @@ fn sort_tokens(toks: &mut [(u32, &[u8])]) {
         for &(k, _) in &keyed {
             counts[((k >> shift) & 0xFF) as usize] += 1;
         }
-        if counts.iter().any(|&c| c == n) {
+        if counts.contains(&n) {
             continue; // every key has the same byte here
         }
         let mut pos = [0usize; 256];
@@ -791,6 +791,27 @@ mod tests {
             let trie = build(&toks);
             check_invariants(&trie, &toks);
         }
+    }
+
+    #[test]
+    fn long_tokens_with_shared_prefixes() {
+        // Radix keys cover 8 bytes: ties beyond them and zero bytes vs. end of string.
+        let mut rng = SmallRng::seed_from_u64(5);
+        let mut toks: Vec<(u32, Vec<u8>)> = Vec::new();
+        for id in 0..600u32 {
+            let mut b = b"        ".to_vec();
+            b.truncate(rng.gen_range(0..=8));
+            for _ in 0..rng.gen_range(0..8) {
+                b.push(*[0u8, 1, b' ', 0xFF].get(rng.gen_range(0..4)).unwrap());
+            }
+            toks.push((id, b));
+        }
+        let mut sorted: Vec<(u32, &[u8])> = toks.iter().map(|(i, b)| (*i, b.as_slice())).collect();
+        let mut want = sorted.clone();
+        want.sort_by(|a, b| a.1.cmp(b.1).then(a.0.cmp(&b.0)));
+        sort_tokens(&mut sorted);
+        assert_eq!(sorted, want);
+        check_invariants(&build(&toks), &toks);
     }
 
     #[test]
