@@ -2,7 +2,7 @@
 //!
 //! Layers, bottom up: [`dfa`] (regex and `except!` automata), [`kbnf`] (parsing), [`lnf`]
 //! (normalization into flat buffers), [`grammar`] (compilation entry point), [`earley`] (the
-//! recognizer). Python bindings live in `python`, behind the `python` feature.
+//! recognizer), [`vocab`] (token vocabularies and the flat token trie). Python bindings live in `python`, behind the `python` feature.
 
 pub mod dfa;
 pub mod earley;
@@ -10,6 +10,7 @@ pub mod error;
 pub mod grammar;
 pub mod kbnf;
 pub mod lnf;
+pub mod vocab;
 
 #[cfg(feature = "python")]
 mod python;

@@ -4,6 +4,7 @@
 //! catches panics, so no panic crosses the FFI boundary.
 
 mod grammar;
+pub mod vocab;
 
 use pyo3::prelude::*;
 
@@ -42,5 +43,6 @@ pub(crate) fn guard<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyRes
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     grammar::register(m)?;
+    vocab::register(m)?;
     Ok(())
 }
