@@ -38,6 +38,7 @@ import gc
 import gzip
 import importlib.metadata
 import importlib.util
+import inspect
 import json
 import platform
 import random
@@ -272,7 +273,7 @@ class XGrammarEngine(Engine):
 class StructoutEngine(Engine):
     name = "structout"
 
-    def __init__(self, tok: Any, vocab_size: int, kbnf: Path, words: int) -> None:
+    def __init__(self, tok: Any, vocab_size: int, eos: int, kbnf: Path, words: int) -> None:
         super().__init__(words)
         if str(REPO) not in sys.path:
             sys.path.append(str(REPO))  # a checkout without `pip install -e .` still works
@@ -292,8 +293,14 @@ class StructoutEngine(Engine):
         if not kbnf.is_file():
             raise EngineUnavailable(f"grammar file {kbnf} not found (pass --kbnf)")
         text = kbnf.read_text(encoding="utf-8")
+        # Same EOS and size as the other engines, so that cross-checked masks are comparable.
+        kwargs: dict[str, Any] = {}
+        if "eos_token_ids" in inspect.signature(so.Vocabulary.from_hf).parameters:
+            kwargs["eos_token_ids"] = [eos]
+        else:
+            self.notes.append("Vocabulary.from_hf takes no eos_token_ids; EOS guessed by structout")
         t0 = perf_ns()
-        self.vocab = so.Vocabulary.from_hf(tok)
+        self.vocab = so.Vocabulary.from_hf(tok, vocab_size, **kwargs)
         self.prep_s = (perf_ns() - t0) / 1e9
         if self.vocab.size != vocab_size:
             self.notes.append(
@@ -635,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
             elif name == "xgrammar":
                 engines[name] = XGrammarEngine(tok, vocab_size, eos, words)
             else:
-                engines[name] = StructoutEngine(tok, vocab_size, args.kbnf, words)
+                engines[name] = StructoutEngine(tok, vocab_size, eos, args.kbnf, words)
         except EngineUnavailable as e:
             skipped[name] = str(e)
             print(f"SKIPPING {name}: {e}")
