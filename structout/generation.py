@@ -240,7 +240,7 @@ def _type_target(tp: Any) -> Target:
         raise ImportError("typed schemas need pydantic >= 2: pip install pydantic") from exc
     try:
         adapter = TypeAdapter(tp)
-        schema = adapter.json_schema(mode="validation")
+        schema = _json_schema_of_type(tp, adapter)
     except Exception as exc:
         from structout.errors import UnsupportedSchemaError
 
@@ -262,8 +262,40 @@ def _type_target(tp: Any) -> Target:
     return Target("type", schema, None, parse, _schema_instruction(schema))
 
 
-def _schema_instruction(schema: dict[str, Any]) -> str:
-    shown = json.dumps(schema, ensure_ascii=False, separators=(",", ": "))
+def _json_schema_of_type(tp: Any, adapter: Any) -> Any:
+    """The translator's JSON Schema for a type (objects of models, dataclasses and TypedDicts
+    closed with ``additionalProperties: false``), else Pydantic's."""
+    try:
+        from structout.schema import json_schema_of
+    except ImportError:
+        return adapter.json_schema(mode="validation")
+    return json_schema_of(tp)[0]
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def _without_titles(node: Any) -> Any:
+    """A copy of a schema without ``title`` keywords (Pydantic repeats every field name)."""
+    if isinstance(node, list):
+        return [_without_titles(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for k, v in node.items():
+        if k == "title" and isinstance(v, str):
+            continue
+        if k in _SCHEMA_MAPS and isinstance(v, dict):
+            out[k] = {name: _without_titles(sub) for name, sub in v.items()}
+        elif k in ("enum", "const", "default", "examples"):
+            out[k] = v
+        else:
+            out[k] = _without_titles(v)
+    return out
+
+
+def _schema_instruction(schema: Any) -> str:
+    shown = json.dumps(_without_titles(schema), ensure_ascii=False)
     return "Respond only with JSON that matches this JSON Schema:\n" + shown
 
 

