@@ -104,6 +104,11 @@ impl Dfa {
         // SAFETY-free: indices are in range by construction (state < len, class < stride).
         self.trans[(state * self.stride + self.classes[byte as usize] as u32) as usize]
     }
+    /// The equivalence class of a byte: bytes of one class move every state alike.
+    #[inline]
+    pub fn byte_class(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
+    }
     #[inline(always)]
     pub fn is_accept(&self, state: u32) -> bool {
         self.accept[state as usize]

@@ -459,6 +459,15 @@ impl Recognizer {
         leo_lookup(&self.sets, &self.leo, set, nt)
     }
 
+    /// The terminals the current set is scanning: `(symbol, terminal state, origin set)`.
+    pub fn scan_terminals(&self) -> impl Iterator<Item = (LSym, u32, u32)> + '_ {
+        let set = *self.sets.last().expect("at least one set");
+        let lnf = &self.grammar.lnf;
+        self.items[set.start as usize..set.wait as usize]
+            .iter()
+            .map(move |it| (lnf.syms[it.pos as usize], it.state, it.start))
+    }
+
     /// Heap bytes held by the recognizer's buffers.
     pub fn memory_usage(&self) -> usize {
         self.items.capacity() * std::mem::size_of::<Item>()

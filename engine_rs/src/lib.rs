@@ -10,6 +10,7 @@ pub mod error;
 pub mod grammar;
 pub mod kbnf;
 pub mod lnf;
+pub mod mask;
 pub mod vocab;
 
 #[cfg(feature = "python")]
@@ -19,6 +20,7 @@ pub use dfa::ByteSet;
 pub use earley::Recognizer;
 pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
 pub use grammar::{CompileOptions, Grammar};
+pub use mask::{CompiledGrammar, Matcher};
 
 /// Grammars shipped with the engine, by name.
 pub fn builtin_grammar(name: &str) -> Option<&'static str> {

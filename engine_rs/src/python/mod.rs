@@ -4,6 +4,7 @@
 //! catches panics, so no panic crosses the FFI boundary.
 
 mod grammar;
+mod mask;
 pub mod vocab;
 
 use pyo3::prelude::*;
@@ -44,5 +45,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     grammar::register(m)?;
     vocab::register(m)?;
+    mask::register(m)?;
     Ok(())
 }

@@ -1,0 +1,169 @@
+//! Token slices: the vocabulary split by what an unconstrained text context accepts wholesale.
+//!
+//! The slice language `L` is "text without `"`, `\` or control characters" (valid UTF-8), the body of
+//! a JSON string and of most free-text terminals. Tokens whose bytes are in `L` are grouped into
+//! buckets by byte length; every other token goes to the *rest* trie. Each bucket keeps a token trie
+//! and a precomputed bitmask.
+//!
+//! For a terminal DFA state `s`, [`slice_depths`] gives the length of the shortest byte string that
+//! is a prefix of a word of `L` and kills the DFA from `s` (capped). Every token of a bucket whose
+//! longest token is shorter than that keeps the terminal alive, hence (every Earley item being
+//! completable) keeps the input completable: the bucket's bitmask is added without walking its trie.
+//! This is exact, never an approximation: buckets that do not qualify are walked.
+
+use crate::dfa::{Dfa, DEAD};
+use crate::vocab::{TokenTrie, Vocabulary};
+
+/// Depth value meaning "no prefix of `L` kills this state within the cap".
+pub const DEPTH_CAP: u8 = u8::MAX;
+
+/// Upper bounds (bytes, inclusive) of the slice buckets; the last bucket takes the rest.
+const BUCKET_BOUNDS: [usize; 3] = [6, 16, 48];
+
+/// DFAs larger than this get no slice depths (their masks are always walked).
+const MAX_STATES_FOR_DEPTHS: usize = 50_000;
+
+/// The slice language: JSON-string-safe text.
+const SLICE_REGEX: &str = r#"[^"\\\x00-\x1F\x7F]*"#;
+
+pub struct SliceBucket {
+    /// Longest token (bytes) in the bucket.
+    pub max_len: usize,
+    pub trie: TokenTrie,
+    /// Bitmask words (`ceil(vocab_size / 32)`) of the bucket's tokens.
+    pub mask: Vec<u32>,
+}
+
+/// The vocabulary arranged for mask computation. Depends only on the vocabulary.
+pub struct TokenIndex {
+    pub buckets: Vec<SliceBucket>,
+    pub rest: TokenTrie,
+    pub words: usize,
+    slice_dfa: Dfa,
+}
+
+impl TokenIndex {
+    pub fn new(vocab: &Vocabulary) -> TokenIndex {
+        let slice_dfa = Dfa::from_regex(SLICE_REGEX, 1 << 20).expect("fixed slice regex compiles");
+        let words = vocab.size().div_ceil(32);
+        let mut groups: Vec<Vec<(u32, &[u8])>> = vec![Vec::new(); BUCKET_BOUNDS.len() + 1];
+        let mut rest = Vec::new();
+        for (id, bytes) in vocab.text_tokens() {
+            if slice_dfa.matches(bytes) {
+                let b = BUCKET_BOUNDS
+                    .iter()
+                    .position(|&m| bytes.len() <= m)
+                    .unwrap_or(BUCKET_BOUNDS.len());
+                groups[b].push((id, bytes));
+            } else {
+                rest.push((id, bytes));
+            }
+        }
+        let buckets = groups
+            .into_iter()
+            .filter(|g| !g.is_empty())
+            .map(|g| {
+                let mut mask = vec![0u32; words];
+                for &(id, _) in &g {
+                    mask[id as usize / 32] |= 1 << (id % 32);
+                }
+                SliceBucket {
+                    max_len: g.iter().map(|(_, b)| b.len()).max().unwrap_or(0),
+                    trie: TokenTrie::build(g).expect("subset of a valid vocabulary"),
+                    mask,
+                }
+            })
+            .collect();
+        TokenIndex {
+            buckets,
+            rest: TokenTrie::build(rest).expect("subset of a valid vocabulary"),
+            words,
+            slice_dfa,
+        }
+    }
+
+    /// Per-state slice depths of a terminal DFA (see the module docs); empty when too large.
+    pub fn slice_depths(&self, dfa: &Dfa) -> Vec<u8> {
+        slice_depths(dfa, &self.slice_dfa)
+    }
+}
+
+/// For each state `s` of `t`: the length of the shortest byte string `w` such that `w` is a prefix of
+/// a word of `slice`'s language and `t` dies reading `w` from `s`, capped at [`DEPTH_CAP`]
+/// (state 0, dead, gets 0).
+pub fn slice_depths(t: &Dfa, slice: &Dfa) -> Vec<u8> {
+    let nt = t.state_count();
+    if nt > MAX_STATES_FOR_DEPTHS {
+        return vec![0; nt];
+    }
+    let nu = slice.state_count();
+    // Representative bytes of the joint byte classes of `t` and `slice`.
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for b in 0..=255u8 {
+        if seen.insert((t.byte_class(b), slice.byte_class(b))) {
+            reps.push(b);
+        }
+    }
+    // die[s * nu + u], relaxed to a fixpoint (values only decrease, bounded by the cap).
+    let idx = |s: u32, u: u32| s as usize * nu + u as usize;
+    let mut die = vec![DEPTH_CAP; nt * nu];
+    loop {
+        let mut changed = false;
+        for s in 1..nt as u32 {
+            for u in 1..nu as u32 {
+                let mut best = die[idx(s, u)];
+                for &b in &reps {
+                    let u2 = slice.next(u, b);
+                    if u2 == DEAD {
+                        continue;
+                    }
+                    let s2 = t.next(s, b);
+                    let d = if s2 == DEAD {
+                        1
+                    } else {
+                        die[idx(s2, u2)].saturating_add(1)
+                    };
+                    best = best.min(d);
+                }
+                if best < die[idx(s, u)] {
+                    die[idx(s, u)] = best;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let u0 = slice.start();
+    let mut out = vec![0u8; nt];
+    for s in 1..nt as u32 {
+        out[s as usize] = die[idx(s, u0)];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_string_body_is_unbounded_but_max_length_is_not() {
+        let slice = Dfa::from_regex(SLICE_REGEX, 1 << 20).unwrap();
+        let t = Dfa::from_regex(r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#, 1 << 20).unwrap();
+        let d = slice_depths(&t, &slice);
+        let inside = t.next(t.start(), b'"');
+        assert_eq!(d[inside as usize], DEPTH_CAP);
+        // Before the opening quote, any slice text kills immediately.
+        assert_eq!(d[t.start() as usize], 1);
+        let t = Dfa::from_regex(r#""[^"\\\x00-\x1F]{0,5}""#, 1 << 20).unwrap();
+        let d = slice_depths(&t, &slice);
+        let inside = t.next(t.start(), b'"');
+        assert_eq!(d[inside as usize], 6);
+        // Digits only: killed by a letter at once.
+        let t = Dfa::from_regex("[0-9]+", 1 << 20).unwrap();
+        let d = slice_depths(&t, &slice);
+        assert_eq!(d[t.start() as usize], 1);
+    }
+}

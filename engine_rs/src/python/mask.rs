@@ -1,0 +1,337 @@
+//! Compiled grammars bound to a vocabulary, matchers and bitmask filling (GIL released).
+
+use std::sync::Arc;
+
+use numpy::{PyReadwriteArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use super::grammar::{compile_error, engine_error, options};
+use super::guard;
+use super::vocab::extract_vocab;
+use crate::mask::{cache, CompiledGrammar, Matcher};
+
+/// A grammar compiled for one vocabulary. Immutable and thread-safe; cached by the engine.
+#[pyclass(name = "CompiledGrammar", module = "structout._engine", frozen)]
+pub struct PyCompiledGrammar {
+    inner: Arc<CompiledGrammar>,
+}
+
+#[pymethods]
+impl PyCompiledGrammar {
+    /// A new matcher (one per generated sequence).
+    fn matcher(&self) -> PyMatcher {
+        PyMatcher {
+            inner: self.inner.matcher(),
+        }
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab().size()
+    }
+
+    /// 32-bit words per bitmask row: ceil(vocab_size / 32).
+    #[getter]
+    fn mask_words(&self) -> usize {
+        self.inner.mask_words()
+    }
+
+    #[getter]
+    fn eos_token_ids(&self) -> Vec<u32> {
+        self.inner.vocab().eos_token_ids().to_vec()
+    }
+
+    /// The normalized grammar (LNF), printed.
+    fn lnf(&self) -> String {
+        self.inner.grammar().lnf_debug()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<structout._engine.CompiledGrammar vocab_size={} nonterminals={}>",
+            self.inner.vocab().size(),
+            self.inner.grammar().lnf().nt_count()
+        )
+    }
+}
+
+/// Borrows row `row` of a C-contiguous int32 bitmask array as u32 words.
+fn row_slice<'a>(
+    bm: &'a mut PyReadwriteArray2<'_, i32>,
+    row: usize,
+    words: usize,
+) -> PyResult<&'a mut [u32]> {
+    let shape = bm.shape().to_vec();
+    if row >= shape[0] {
+        return Err(PyIndexError::new_err(format!(
+            "row {row} out of range for a bitmask with {} rows",
+            shape[0]
+        )));
+    }
+    if shape[1] < words {
+        return Err(PyValueError::new_err(format!(
+            "bitmask rows have {} words but this vocabulary needs {words}; hint: allocate with \
+             structout.allocate_token_bitmask(batch, vocab.size)",
+            shape[1]
+        )));
+    }
+    let cols = shape[1];
+    let all = bm.as_slice_mut().map_err(|_| {
+        PyValueError::new_err("the bitmask must be a C-contiguous numpy int32 array")
+    })?;
+    let r = &mut all[row * cols..row * cols + words];
+    // i32 and u32 have the same size and alignment; bits are reinterpreted, not converted.
+    Ok(bytemuck_cast(r))
+}
+
+fn bytemuck_cast(s: &mut [i32]) -> &mut [u32] {
+    // SAFETY: i32 and u32 have identical size, alignment and no invalid bit patterns.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u32>(), s.len()) }
+}
+
+/// The parse state of one generated sequence.
+#[pyclass(name = "Matcher", module = "structout._engine")]
+pub struct PyMatcher {
+    inner: Matcher,
+}
+
+#[pymethods]
+impl PyMatcher {
+    /// Fills row `row` of `bitmask` (numpy int32 [batch, words]) with the allowed tokens.
+    #[pyo3(signature = (bitmask, row=0))]
+    fn fill_next_token_bitmask(
+        &mut self,
+        py: Python<'_>,
+        mut bitmask: PyReadwriteArray2<'_, i32>,
+        row: usize,
+    ) -> PyResult<()> {
+        let words = self.inner.compiled().mask_words();
+        let out = row_slice(&mut bitmask, row, words)?;
+        let m = &mut self.inner;
+        guard(py, || {
+            py.allow_threads(|| m.fill_next_token_bitmask(out))
+                .map_err(|e| engine_error(py, &e))
+        })
+    }
+
+    /// Accepts a token id; False (state unchanged) if it would make the output invalid.
+    fn accept_token(&mut self, py: Python<'_>, token_id: i64) -> PyResult<bool> {
+        let size = self.inner.compiled().vocab().size();
+        if token_id < 0 || token_id as usize >= size {
+            return Err(PyIndexError::new_err(format!(
+                "token id {token_id} out of range for a vocabulary of {size} tokens"
+            )));
+        }
+        guard(py, || {
+            self.inner
+                .accept_token(token_id as u32)
+                .map_err(|e| engine_error(py, &e))
+        })
+    }
+
+    /// Accepts raw bytes as one step; False (state unchanged) if they do not fit.
+    fn accept_bytes(&mut self, py: Python<'_>, data: &[u8]) -> PyResult<bool> {
+        guard(py, || {
+            self.inner
+                .accept_bytes(data)
+                .map_err(|e| engine_error(py, &e))
+        })
+    }
+
+    /// Undoes the last `num_tokens` accepted steps.
+    #[pyo3(signature = (num_tokens=1))]
+    fn rollback(&mut self, num_tokens: usize) {
+        self.inner.rollback(num_tokens);
+    }
+
+    fn reset(&mut self) {
+        self.inner.reset();
+    }
+
+    /// True once EOS was accepted, or the output is complete and nothing more can follow.
+    fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+
+    /// True when the output so far is complete (EOS allowed now).
+    fn can_finish(&self) -> bool {
+        self.inner.can_finish()
+    }
+
+    /// Bytes that every valid continuation starts with (jump-forward).
+    fn forced_bytes<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let b = guard(py, || Ok(self.inner.forced_bytes()))?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// An independent copy of this matcher (fork).
+    fn fork(&self) -> PyMatcher {
+        PyMatcher {
+            inner: self.inner.clone(),
+        }
+    }
+
+    fn __copy__(&self) -> PyMatcher {
+        self.fork()
+    }
+
+    #[getter]
+    fn num_tokens(&self) -> usize {
+        self.inner.num_tokens()
+    }
+
+    /// Bytes accepted so far.
+    #[getter]
+    fn num_bytes(&self) -> usize {
+        self.inner.recognizer().len()
+    }
+}
+
+/// Fills one bitmask row per matcher (rows 0..n, or `rows`), in parallel with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (matchers, bitmask, rows=None, num_threads=None))]
+fn fill_next_token_bitmasks(
+    py: Python<'_>,
+    matchers: Vec<Bound<'_, PyMatcher>>,
+    mut bitmask: PyReadwriteArray2<'_, i32>,
+    rows: Option<Vec<usize>>,
+    num_threads: Option<usize>,
+) -> PyResult<()> {
+    let rows = rows.unwrap_or_else(|| (0..matchers.len()).collect());
+    if rows.len() != matchers.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} matchers but {} rows",
+            matchers.len(),
+            rows.len()
+        )));
+    }
+    let shape = bitmask.shape().to_vec();
+    let mut seen = vec![false; shape[0]];
+    for &r in &rows {
+        if r >= shape[0] || std::mem::replace(&mut seen[r], true) {
+            return Err(PyIndexError::new_err(format!(
+                "row {r} is out of range or used twice (bitmask has {} rows)",
+                shape[0]
+            )));
+        }
+    }
+    let mut guards: Vec<PyRefMut<'_, PyMatcher>> = Vec::with_capacity(matchers.len());
+    for m in &matchers {
+        guards.push(
+            m.try_borrow_mut().map_err(|_| {
+                PyValueError::new_err("a matcher is in use elsewhere or listed twice")
+            })?,
+        );
+    }
+    let cols = shape[1];
+    for g in &guards {
+        if g.inner.compiled().mask_words() > cols {
+            return Err(PyValueError::new_err(format!(
+                "bitmask rows have {cols} words, too few for a matcher's vocabulary"
+            )));
+        }
+    }
+    let all = bytemuck_cast(bitmask.as_slice_mut().map_err(|_| {
+        PyValueError::new_err("the bitmask must be a C-contiguous numpy int32 array")
+    })?);
+    // Split the buffer into disjoint rows, then pair each matcher with its row.
+    let mut row_slices: Vec<Option<&mut [u32]>> = all.chunks_mut(cols.max(1)).map(Some).collect();
+    let mut jobs: Vec<(&mut Matcher, &mut [u32])> = Vec::with_capacity(rows.len());
+    for (g, &r) in guards.iter_mut().zip(&rows) {
+        let slice = row_slices[r].take().expect("rows checked unique");
+        jobs.push((&mut g.inner, slice));
+    }
+    let threads = num_threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, jobs.len().max(1));
+    let result = guard(py, || {
+        Ok(py.allow_threads(|| {
+            if threads <= 1 {
+                return jobs
+                    .iter_mut()
+                    .try_for_each(|(m, out)| m.fill_next_token_bitmask(out));
+            }
+            let chunk = jobs.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                let handles: Vec<_> = jobs
+                    .chunks_mut(chunk)
+                    .map(|part| {
+                        s.spawn(move || {
+                            part.iter_mut()
+                                .try_for_each(|(m, out)| m.fill_next_token_bitmask(out))
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or(Ok(())))
+                    .collect::<Result<(), _>>()
+            })
+        }))
+    })?;
+    result.map_err(|e| engine_error(py, &e))
+}
+
+/// Compiles KBNF text for a vocabulary, through the engine's cache.
+#[pyfunction]
+#[pyo3(signature = (text, vocab, start="start", *, dfa_size_limit=None, max_repetition=None,
+    max_grammar_symbols=None, max_items_per_set=None, max_total_items=None))]
+#[allow(clippy::too_many_arguments)]
+fn compile_kbnf(
+    py: Python<'_>,
+    text: &str,
+    vocab: &Bound<'_, PyAny>,
+    start: &str,
+    dfa_size_limit: Option<usize>,
+    max_repetition: Option<u32>,
+    max_grammar_symbols: Option<usize>,
+    max_items_per_set: Option<usize>,
+    max_total_items: Option<usize>,
+) -> PyResult<PyCompiledGrammar> {
+    let vocab = extract_vocab(vocab)?;
+    let opts = options(
+        start,
+        dfa_size_limit,
+        max_repetition,
+        max_grammar_symbols,
+        max_items_per_set,
+        max_total_items,
+    );
+    guard(py, || {
+        let text = text.to_owned();
+        py.allow_threads(move || cache::compile(&text, &opts, &vocab))
+            .map(|inner| PyCompiledGrammar { inner })
+            .map_err(|e| compile_error(py, &e))
+    })
+}
+
+/// Hit/miss statistics of the compiled-grammar cache.
+#[pyfunction]
+fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let s = cache::stats();
+    let d = PyDict::new(py);
+    d.set_item("hits", s.hits)?;
+    d.set_item("misses", s.misses)?;
+    d.set_item("entries", s.entries)?;
+    d.set_item("capacity", s.capacity)?;
+    Ok(d)
+}
+
+/// Sets the compiled-grammar cache capacity; `clear=True` empties it and resets the counters.
+#[pyfunction]
+#[pyo3(signature = (capacity=cache::DEFAULT_CAPACITY, clear=false))]
+fn configure_cache(capacity: usize, clear: bool) {
+    cache::configure(capacity, clear);
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyCompiledGrammar>()?;
+    m.add_class::<PyMatcher>()?;
+    m.add_function(wrap_pyfunction!(compile_kbnf, m)?)?;
+    m.add_function(wrap_pyfunction!(fill_next_token_bitmasks, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(configure_cache, m)?)?;
+    Ok(())
+}
