@@ -9,7 +9,7 @@ Work is bounded: :class:`AutomatonTooLarge` is raised when a construction exceed
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from . import _charset as cs
 from . import _regex as rx
@@ -417,8 +417,95 @@ def simplify_chain(node: rx.Node) -> rx.Node:
     return node
 
 
-# --- formula evaluation -------------------------------------------------------------------------
+# --- boolean combinations, explored lazily -----------------------------------------------------
 
 
-def regex_dfa(node: rx.Node, alpha: Alphabet) -> DFA:
-    return DFA.from_regex(node, alpha)
+def combine(
+    leaves: list[rx.Node],
+    evaluate: Callable[[tuple[bool, ...]], bool],
+    alpha: Alphabet,
+    stop_at_accept: bool = False,
+) -> DFA | bool:
+    """The DFA of a boolean combination of regexes, exploring only reachable state tuples.
+
+    Each DFA state is a tuple of NFA state sets, one per leaf; it accepts when ``evaluate``
+    (given which leaves accept) is true. With ``stop_at_accept`` the search stops at the first
+    accepting state and returns True (False when none is reachable): an emptiness test.
+    """
+    nfa = _NFA()
+    ends = []
+    starts = []
+    for leaf in leaves:
+        s, e = nfa.build(leaf, alpha)
+        starts.append(s)
+        ends.append(e)
+    natoms = len(alpha.atoms)
+    cache: dict[frozenset[int], frozenset[int]] = {}
+
+    def closure(states: Iterable[int]) -> frozenset[int]:
+        stack = list(states)
+        seen = set(stack)
+        while stack:
+            q = stack.pop()
+            for r in nfa.eps[q]:
+                if r not in seen:
+                    seen.add(r)
+                    stack.append(r)
+        return frozenset(seen)
+
+    def step(states: frozenset[int]) -> list[frozenset[int]]:
+        targets: list[list[int]] = [[] for _ in range(natoms)]
+        for q in states:
+            for m, r in nfa.edges[q]:
+                a = 0
+                while m:
+                    if m & 1:
+                        targets[a].append(r)
+                    m >>= 1
+                    a += 1
+        out = []
+        for t in targets:
+            key = frozenset(t)
+            got = cache.get(key)
+            if got is None:
+                got = closure(t) if t else frozenset()
+                cache[key] = got
+            out.append(got)
+        return out
+
+    step_cache: dict[frozenset[int], list[frozenset[int]]] = {}
+    start = tuple(closure([s]) for s in starts)
+    index: dict[tuple[frozenset[int], ...], int] = {start: 0}
+    order = [start]
+    trans: list[list[int]] = []
+    accept: list[bool] = []
+    i = 0
+    while i < len(order):
+        cur = order[i]
+        i += 1
+        acc = evaluate(tuple(e in st for e, st in zip(ends, cur)))
+        if stop_at_accept and acc:
+            return True
+        accept.append(acc)
+        nexts = []
+        for st in cur:
+            got = step_cache.get(st)
+            if got is None:
+                got = step(st)
+                step_cache[st] = got
+            nexts.append(got)
+        row = []
+        for a in range(natoms):
+            key = tuple(n[a] for n in nexts)
+            j = index.get(key)
+            if j is None:
+                if len(order) >= MAX_DFA_STATES:
+                    raise AutomatonTooLarge("DFA state budget exceeded")
+                j = len(order)
+                index[key] = j
+                order.append(key)
+            row.append(j)
+        trans.append(row)
+    if stop_at_accept:
+        return False
+    return DFA(alpha, trans, accept, 0).minimize()

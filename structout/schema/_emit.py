@@ -33,6 +33,7 @@ Alt = list[Sym]
 MAX_OBJ_VARIANTS = 64
 MAX_TAIL_CONSTRAINTS = 6
 MAX_TAIL_EXISTS = 4
+REGEX_STATE_BUDGET = 3000
 MAX_ARRAY_STATES = 4000
 MAX_LITERAL_SET = 20000
 
@@ -190,6 +191,58 @@ class Emitter:
             self.add_rule(name, [[f'#"{regex_text}"']])
         return name
 
+    def regex_sym(self, node: rx.Node, hint: str) -> Sym:
+        """One symbol for a regex: a terminal, or rules when the terminal's DFA would be big.
+
+        Large counted repetitions (``x{0,5000}``) multiply DFA states; they become KBNF
+        counted repetitions of a smaller terminal instead, which the engine handles cheaply.
+        """
+        if estimate_states(node) <= REGEX_STATE_BUDGET:
+            return self.terminal(tr.to_rust(node), hint)
+        syms = self._regex_syms(node, hint)
+        if len(syms) == 1 and isinstance(syms[0], str):
+            return syms[0]
+        name = self.fresh(hint)
+        self.add_rule(name, [syms])
+        return name
+
+    def _small(self, node: rx.Node, hint: str) -> Sym:
+        """A literal when the regex matches exactly one string, else a terminal."""
+        fs = rx.finite_strings(node, 1)
+        if fs is not None and len(fs) == 1 and fs[0]:
+            return kbnf_literal(fs[0])
+        return self.terminal(tr.to_rust(node), hint)
+
+    def _regex_syms(self, node: rx.Node, hint: str) -> Alt:
+        if estimate_states(node) <= REGEX_STATE_BUDGET:
+            return [self._small(node, hint)]
+        t = node[0]
+        if t == "cat":
+            out: Alt = []
+            buf: list[rx.Node] = []
+            for x in node[1]:
+                if estimate_states(rx.cat(*buf, x)) <= REGEX_STATE_BUDGET:
+                    buf.append(x)
+                    continue
+                if buf:
+                    out.append(self._small(rx.cat(*buf), hint))
+                    buf = []
+                if estimate_states(x) <= REGEX_STATE_BUDGET:
+                    buf.append(x)
+                else:
+                    out.extend(self._regex_syms(x, hint))
+            if buf:
+                out.append(self._small(rx.cat(*buf), hint))
+            return out
+        if t == "rep":
+            inner = self._regex_syms(node[1], f"{hint}_c")
+            return [rep(inner, node[2], node[3])]
+        if t == "alt":
+            name = self.fresh(hint)
+            self.add_rule(name, [self._regex_syms(x, hint) for x in node[1]])
+            return [name]
+        return [self._small(node, hint)]
+
     # --- entry ---
 
     def emit_start(self, node: Node) -> None:
@@ -336,8 +389,7 @@ class Emitter:
             return self.dfa_rules(real, True, hint)
         if real == rx.NONE or rx.is_empty(real):
             return None
-        text = tr.to_rust(tr.json_string_regex(tr.factor(real)))
-        return self.terminal(text, hint)
+        return self.regex_sym(tr.json_string_regex(tr.factor(real)), hint)
 
     def number(self, node: Node) -> Sym | None:
         f = node.args[0]
@@ -353,7 +405,7 @@ class Emitter:
         if real == rx.NONE or rx.is_empty(real):
             return None
         hint = "integer" if f == ("int",) else "number" if f == nm.NUM_ALL else "num"
-        return self.terminal(tr.to_rust(real), hint)
+        return self.regex_sym(real, hint)
 
     def dfa_rules(self, dfa: am.DFA, json_string: bool, hint: str) -> Sym | None:
         live, edges = dfa.live_edges()
@@ -933,6 +985,19 @@ class Emitter:
             for a in new[nm_]:
                 stack.extend(t for t in syms_of(a) if t in new)
         self.rules = {k: v for k, v in new.items() if k in reach}
+
+
+def estimate_states(node: rx.Node) -> int:
+    """A rough upper estimate of the DFA states a regex needs (counted repeats multiply)."""
+    t = node[0]
+    if t == "set":
+        return 1 if node[1] and node[1][-1][1] < 0x80 else 4
+    if t in ("cat", "alt"):
+        return sum(estimate_states(x) for x in node[1])
+    if t == "rep":
+        k = node[3] if node[3] is not None else node[2] + 1
+        return estimate_states(node[1]) * max(k, 1)
+    return 1
 
 
 def rep(seq: Alt, lo: int, hi: int | None) -> Sym:

@@ -14,6 +14,7 @@ Formulas are built with :func:`f_and`, :func:`f_or`, :func:`f_not`, tested on co
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Union
 
@@ -190,29 +191,43 @@ def _leaves(f: Formula, out: list[rx.Node]) -> None:
         _leaves(f[1], out)
 
 
-def to_dfa(f: Formula, alpha: am.Alphabet | None = None) -> am.DFA:
-    if alpha is None:
-        leaves: list[rx.Node] = [rx.ANYCHAR]
-        _leaves(f, leaves)
-        alpha = am.Alphabet.for_nodes(leaves)
-    return _dfa(f, alpha)
+def _compiled(f: Formula) -> tuple[list[rx.Node], Callable[[tuple[bool, ...]], bool]]:
+    """Leaves of ``f`` and an evaluator of ``f`` given which leaves accept."""
+    leaves: list[rx.Node] = []
+    index: dict[rx.Node, int] = {}
+
+    def build(g: Formula) -> Callable[[tuple[bool, ...]], bool]:
+        t = g[0]
+        if t == "all":
+            return lambda v: True
+        if t == "nothing":
+            return lambda v: False
+        if t == "re":
+            node = g[1]
+            if node not in index:
+                index[node] = len(leaves)
+                leaves.append(node)
+            i = index[node]
+            return lambda v: v[i]
+        if t == "not":
+            inner = build(g[1])
+            return lambda v: not inner(v)
+        parts = [build(x) for x in g[1]]
+        if t == "and":
+            return lambda v: all(p(v) for p in parts)
+        return lambda v: any(p(v) for p in parts)
+
+    ev = build(f)
+    return leaves, ev
 
 
-def _dfa(f: Formula, alpha: am.Alphabet) -> am.DFA:
-    t = f[0]
-    if t == "all":
-        return am.DFA.from_regex(rx.rep(rx.ANYCHAR, 0, None), alpha)
-    if t == "nothing":
-        return am.DFA.from_regex(rx.NONE, alpha)
-    if t == "re":
-        return am.DFA.from_regex(f[1], alpha)
-    if t == "not":
-        return _dfa(f[1], alpha).complement()
-    parts = [_dfa(x, alpha) for x in f[1]]
-    acc = parts[0]
-    for p in parts[1:]:
-        acc = acc.product(p, t)
-    return acc
+def to_dfa(f: Formula) -> am.DFA:
+    """Minimal DFA of the formula (raises AutomatonTooLarge beyond the state budget)."""
+    leaves, ev = _compiled(f)
+    alpha = am.Alphabet.for_nodes([rx.ANYCHAR, *leaves])
+    res = am.combine(leaves, ev, alpha)
+    assert isinstance(res, am.DFA)
+    return res
 
 
 def restrict_length(node: rx.Node, lo: int, hi: int | None) -> rx.Node | None:
@@ -254,10 +269,6 @@ def restrict_length(node: rx.Node, lo: int, hi: int | None) -> rx.Node | None:
                 if cmax is not None and cmax < cmin:
                     return rx.NONE
                 items[i] = rx.rep(x[1], cmin, cmax)
-                return rx.cat(*items)
-            inner = restrict_length(x, max(lo - fixed, 0), None if hi is None else hi - fixed)
-            if inner is not None and inner != x:
-                items[i] = inner
                 return rx.cat(*items)
             return None
         if x[0] == "alt":
@@ -325,7 +336,9 @@ def is_empty(f: Formula) -> bool:
         return rx.is_empty(f[1])
     if f[0] == "or":
         return all(is_empty(x) for x in f[1])
-    return to_dfa(f).is_empty()
+    leaves, ev = _compiled(f)
+    alpha = am.Alphabet.for_nodes([rx.ANYCHAR, *leaves])
+    return not am.combine(leaves, ev, alpha, stop_at_accept=True)
 
 
 def charset_of_single_chars(f: Formula) -> cs.Charset | None:
