@@ -94,6 +94,31 @@ _HANDLED = {
     "unevaluatedItems",
 }
 
+# The first draft that defines a keyword; in schemas declaring an older draft the keyword is
+# unknown and therefore ignored (as validators for that draft do).
+_MIN_DRAFT = {
+    "const": 6,
+    "contains": 6,
+    "propertyNames": 6,
+    "if": 7,
+    "then": 7,
+    "else": 7,
+    "dependentRequired": 2019,
+    "dependentSchemas": 2019,
+    "unevaluatedProperties": 2019,
+    "unevaluatedItems": 2019,
+    "minContains": 2019,
+    "maxContains": 2019,
+    "$recursiveRef": 2019,
+    "$dynamicRef": 2020,
+    "prefixItems": 2020,
+}
+
+
+def _active(s: dict[str, Any], kw: str, draft: int) -> bool:
+    return kw in s and draft >= _MIN_DRAFT.get(kw, 0)
+
+
 _TYPE_NAMES = {"null", "boolean", "object", "array", "number", "string", "integer"}
 
 
@@ -277,7 +302,15 @@ class Registry:
                 loc.pointer,
             )
         doc_uri, ptr, _ = res
-        return self.locate(doc_uri, ptr + frag)
+        try:
+            return self.locate(doc_uri, ptr + frag)
+        except SchemaError:
+            if not ptr or not frag:
+                raise
+        # The pointer does not exist inside the nested resource; schemas in the wild that
+        # give subschemas an ``id`` often still mean the document root, which is the only
+        # place left where it could resolve.
+        return self.locate(doc_uri, frag)
 
 
 def _is_absolute(uri: str) -> bool:
@@ -387,7 +420,7 @@ class Compiler:
         if not isinstance(s, dict):
             raise self.bad(f"a schema must be an object or a boolean, got {type(s).__name__}", loc)
         draft = loc.draft
-        if ("unevaluatedProperties" in s or "unevaluatedItems" in s) and draft >= 2019:
+        if _active(s, "unevaluatedProperties", draft) or _active(s, "unevaluatedItems", draft):
             return self._unevaluated(loc, s)
         if draft <= 3:
             for kw in ("disallow", "extends", "divisibleBy"):
@@ -404,7 +437,7 @@ class Compiler:
                 return tnode
             parts.append(tnode)
         for kw in ("$dynamicRef", "$recursiveRef"):
-            if kw in s:
+            if _active(s, kw, draft):
                 parts.append(self._dynamic_ref(s[kw], kw, loc, ann))
         parts.append(self._typed(loc, ann))
         if "enum" in s:
@@ -412,7 +445,7 @@ class Compiler:
             if not isinstance(vals, list):
                 raise self.bad("enum must be an array", loc, "enum")
             parts.append(alg.or_(*(self.literal(v) for v in vals)))
-        if "const" in s:
+        if _active(s, "const", draft):
             parts.append(self.literal(s["const"]))
         for kw in ("allOf", "anyOf", "oneOf"):
             if kw in s:
@@ -432,7 +465,7 @@ class Compiler:
                 parts.append(alg.not_(inner))
             except Unsupported as e:
                 self.unsupported(e.message, "not", loc)
-        if "if" in s and ("then" in s or "else" in s or ann):
+        if _active(s, "if", draft) and ("then" in s or "else" in s or ann):
             i_node = self.sub(loc, "if", ann=ann)
             t_node = self.sub(loc, "then", ann=ann) if "then" in s else alg.ANY
             e_node = self.sub(loc, "else", ann=ann) if "else" in s else alg.ANY
@@ -443,7 +476,7 @@ class Compiler:
                 not_i = alg.ANY
             parts.append(alg.or_(alg.and_(i_node, t_node), alg.and_(not_i, e_node)))
         dep_schemas: dict[str, tuple[str, ...]] = {}
-        if "dependentSchemas" in s:
+        if _active(s, "dependentSchemas", draft):
             ds = s["dependentSchemas"]
             if not isinstance(ds, dict):
                 raise self.bad("dependentSchemas must be an object", loc, "dependentSchemas")
@@ -789,7 +822,7 @@ class Compiler:
         pn = 0
         ev_all = False
         items = s.get("items")
-        if "prefixItems" in s and loc.draft >= 2020:
+        if _active(s, "prefixItems", loc.draft):
             pis = s["prefixItems"]
             if not isinstance(pis, list):
                 raise self.bad("prefixItems must be an array", loc, "prefixItems")
@@ -810,7 +843,7 @@ class Compiler:
         mx = self._count(loc, "maxItems")
         contains = []
         cnodes: tuple[Node, ...] = ()
-        if "contains" in s:
+        if _active(s, "contains", loc.draft):
             c = self.sub(loc, "contains")
             lo = self._count(loc, "minContains") if loc.draft >= 2019 else None
             hi = self._count(loc, "maxContains") if loc.draft >= 2019 else None
@@ -864,7 +897,7 @@ class Compiler:
                 sub = pp[name]
                 if isinstance(sub, dict) and sub.get("required") is True:
                     required.append(name)
-        if "propertyNames" in s:
+        if _active(s, "propertyNames", loc.draft):
             pn_node = self.sub(loc, "propertyNames")
             kf = self.key_language(pn_node, loc)
             tail.append((sl.f_not(kf), alg.NEVER))
@@ -872,7 +905,7 @@ class Compiler:
         deps: list[tuple[str, tuple[str, ...]]] = []
         for kw in ("dependentRequired", "dependencies"):
             d = s.get(kw)
-            if d is None:
+            if d is None or not _active(s, kw, loc.draft):
                 continue
             if not isinstance(d, dict):
                 raise self.bad(f"{kw} must be an object", loc, kw)
