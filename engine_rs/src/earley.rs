@@ -31,6 +31,19 @@ struct Item {
     state: u32,
 }
 
+/// A scan item of the current set, as seen from outside the recognizer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanItem {
+    /// The terminal being scanned.
+    pub sym: LSym,
+    /// Dotted position in the LNF.
+    pub pos: u32,
+    /// Origin set.
+    pub start: u32,
+    /// Progress inside the terminal.
+    pub state: u32,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct SetInfo {
     start: u32,
@@ -197,11 +210,18 @@ impl Recognizer {
 
     /// The bytes that can come next while keeping the input completable.
     pub fn allowed_bytes(&self) -> ByteSet {
+        self.allowed_bytes_filtered(|_| true)
+    }
+
+    fn allowed_bytes_filtered(&self, keep: impl Fn(&Item) -> bool) -> ByteSet {
         let lnf = &self.grammar.lnf;
         let cur = self.len() as u32;
         let set = *self.sets.last().expect("at least one set");
         let mut out = ByteSet::EMPTY;
-        for it in &self.items[set.start as usize..set.wait as usize] {
+        for it in self.items[set.start as usize..set.wait as usize]
+            .iter()
+            .filter(|it| keep(it))
+        {
             match lnf.syms[it.pos as usize] {
                 LSym::Lit(l) => out.insert(lnf.literal(l)[it.state as usize]),
                 LSym::Regex(d) => out.union_with(lnf.dfas[d as usize].live_bytes(it.state)),
@@ -459,13 +479,28 @@ impl Recognizer {
         leo_lookup(&self.sets, &self.leo, set, nt)
     }
 
-    /// The terminals the current set is scanning: `(symbol, terminal state, origin set)`.
-    pub fn scan_terminals(&self) -> impl Iterator<Item = (LSym, u32, u32)> + '_ {
+    /// The terminals the current set is scanning.
+    pub fn scan_terminals(&self) -> impl Iterator<Item = ScanItem> + '_ {
         let set = *self.sets.last().expect("at least one set");
         let lnf = &self.grammar.lnf;
         self.items[set.start as usize..set.wait as usize]
             .iter()
-            .map(move |it| (lnf.syms[it.pos as usize], it.state, it.start))
+            .map(move |it| ScanItem {
+                sym: lnf.syms[it.pos as usize],
+                pos: it.pos,
+                start: it.start,
+                state: it.state,
+            })
+    }
+
+    /// [`Recognizer::allowed_bytes`] ignoring the scan items listed in `skip` (matched on position,
+    /// origin and state).
+    pub fn allowed_bytes_without(&self, skip: &[ScanItem]) -> ByteSet {
+        self.allowed_bytes_filtered(|it| {
+            !skip
+                .iter()
+                .any(|s| s.pos == it.pos && s.start == it.start && s.state == it.state)
+        })
     }
 
     /// Heap bytes held by the recognizer's buffers.

@@ -17,7 +17,7 @@ pub mod vocab;
 mod python;
 
 pub use dfa::ByteSet;
-pub use earley::Recognizer;
+pub use earley::{Recognizer, ScanItem};
 pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
 pub use grammar::{CompileOptions, Grammar};
 pub use mask::{CompiledGrammar, Matcher};

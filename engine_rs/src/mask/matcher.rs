@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use super::CompiledGrammar;
-use crate::dfa::ByteSet;
-use crate::earley::Recognizer;
+use crate::dfa::{ByteSet, Dfa, DEAD};
+use crate::earley::{Recognizer, ScanItem};
 use crate::error::EngineError;
+use crate::lnf::LSym;
 use crate::vocab::TokenTrie;
 
 /// Longest forced continuation reported by [`Matcher::forced_bytes`].
@@ -141,12 +142,27 @@ impl Matcher {
         }
         let cg = self.cg.clone();
         let first = self.rec.allowed_bytes();
-        if !first.is_empty() {
+        let stable_text = {
+            let mut scan = self.rec.scan_terminals();
+            match (scan.next(), scan.next()) {
+                (Some(it), None) => cg.is_slice_stable(it.sym, it.state),
+                _ => false,
+            }
+        };
+        if stable_text {
+            // Inside free text: every slice token, plus the rest decided by their suffixes.
+            for bucket in &cg.index.buckets {
+                for (o, m) in out.iter_mut().zip(&bucket.mask) {
+                    *o |= m;
+                }
+            }
+            walk_subtree(&mut self.rec, &cg.index.suffixes, 0, Some(&first), out)?;
+        } else if !first.is_empty() {
             // The deepest slice depth any scanned terminal offers.
             let depth = self
                 .rec
                 .scan_terminals()
-                .map(|(sym, state, _)| cg.slice_depth(sym, state))
+                .map(|it| cg.slice_depth(it.sym, it.state))
                 .max()
                 .unwrap_or(0);
             for bucket in &cg.index.buckets {
@@ -155,10 +171,10 @@ impl Matcher {
                         *o |= m;
                     }
                 } else {
-                    walk(&mut self.rec, &bucket.trie, &first, out)?;
+                    walk_subtree(&mut self.rec, &bucket.trie, 0, Some(&first), out)?;
                 }
             }
-            walk(&mut self.rec, &cg.index.rest, &first, out)?;
+            walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out)?;
         }
         if self.rec.is_complete() {
             for &e in cg.vocab.eos_token_ids() {
@@ -182,34 +198,207 @@ impl Matcher {
     }
 }
 
-/// Walks a token trie depth-first with recognizer push (feed) and pop (rollback), setting the bit
-/// of every token whose bytes the recognizer accepts. First bytes are filtered by `first`.
-fn walk(
+#[inline(always)]
+fn set_token_bits(trie: &TokenTrie, i: usize, t: u32, out: &mut [u32]) {
+    out[t as usize / 32] |= 1 << (t % 32);
+    if trie.node(i).has_extra_tokens() {
+        for &t in trie.extra_tokens(i) {
+            out[t as usize / 32] |= 1 << (t % 32);
+        }
+    }
+}
+
+/// One terminal being scanned in the base set, as the lexer-mode walk sees it.
+#[derive(Clone, Copy)]
+enum Lexeme<'a> {
+    Lit(&'a [u8]),
+    Dfa(&'a Dfa),
+}
+
+/// Marks the tokens of `start`'s subtree (the recognizer holds `start`'s path) that keep the input
+/// completable.
+///
+/// Lexer mode: the terminals scanned by the base set ("lexemes") are advanced on a small stack of
+/// states per trie depth, without building Earley sets. A token is allowed where some lexeme is
+/// still alive or can end (every item is completable). Where lexemes can end, the bytes that the
+/// parse allows *after* them (`follow`) are computed once per set of ending lexemes by a real
+/// Earley step: the items created by ending a lexeme are the same at every position up to
+/// relabelling, because no Earley set exists between the base and that position. A child byte in
+/// `follow` hands that child's subtree to the recognizer; any other child stays in lexer mode.
+fn walk_subtree(
     rec: &mut Recognizer,
     trie: &TokenTrie,
-    first: &ByteSet,
+    start: usize,
+    first: Option<&ByteSet>,
+    out: &mut [u32],
+) -> Result<(), EngineError> {
+    let grammar = rec.grammar().clone();
+    let lnf = grammar.lnf();
+    let base_items: Vec<ScanItem> = rec.scan_terminals().collect();
+    let k = base_items.len();
+    if k == 0 {
+        return Ok(());
+    }
+    let mut lexemes: Vec<Lexeme<'_>> = Vec::with_capacity(k);
+    let mut states: Vec<u32> = Vec::with_capacity(k * 8);
+    for it in &base_items {
+        match it.sym {
+            LSym::Lit(l) => lexemes.push(Lexeme::Lit(lnf.literal(l))),
+            LSym::Regex(d) => lexemes.push(Lexeme::Dfa(&lnf.dfas[d as usize])),
+            // `except!` carries a length bound tied to positions; more than 64 lexemes do not fit
+            // the end mask: use the recognizer.
+            _ => return walk_recognizer(rec, trie, start, first, out),
+        }
+        states.push(it.state);
+    }
+    if k > 64 {
+        return walk_recognizer(rec, trie, start, first, out);
+    }
+    let nodes = trie.nodes();
+    let base_depth = nodes[start].depth();
+    let end = nodes[start].subtree_end();
+    let base_len = rec.len();
+    let max_rel = trie.max_depth().saturating_sub(base_depth) + 2;
+    // `states[r * k..(r + 1) * k]`: lexeme states after the first `r` bytes below `start`.
+    states.resize(k * max_rel, DEAD);
+    let mut follow: Vec<ByteSet> = vec![ByteSet::EMPTY; max_rel];
+    let mut follow_cache: Vec<(u64, ByteSet)> = Vec::new();
+    let mut path: Vec<u8> = vec![0; max_rel];
+    // The recognizer holds the first `fed` bytes of the current path.
+    let mut fed = 0usize;
+    let mut skip: Vec<ScanItem> = Vec::with_capacity(k);
+    let mut i = start + 1;
+    while i < end {
+        let n = &nodes[i];
+        let r = n.depth() - base_depth;
+        let byte = n.byte();
+        if r == 1 && first.is_some_and(|f| !f.contains(byte)) {
+            i = n.subtree_end();
+            continue;
+        }
+        path[r - 1] = byte;
+        // The recognizer's bytes beyond the parent are from another branch now.
+        fed = fed.min(r - 1);
+        if follow[r - 1].contains(byte) {
+            // The parse after a lexeme that ended at the parent takes this byte: the recognizer
+            // decides this node and walks its subtree.
+            rec.rollback_to(base_len + fed);
+            match rec.try_feed(&path[fed..r]) {
+                Ok(true) => {
+                    fed = r;
+                    if let Some(t) = n.token() {
+                        set_token_bits(trie, i, t, out);
+                    }
+                    if n.subtree_end() > i + 1 {
+                        walk_subtree(rec, trie, i, None, out)?;
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    rec.rollback_to(base_len);
+                    return Err(e);
+                }
+            }
+            i = n.subtree_end();
+            continue;
+        }
+        let (prev, next) = states.split_at_mut(r * k);
+        let prev = &prev[(r - 1) * k..];
+        let mut alive = false;
+        let mut ends = 0u64;
+        for j in 0..k {
+            let s = prev[j];
+            let t = if s == DEAD {
+                DEAD
+            } else {
+                match lexemes[j] {
+                    Lexeme::Lit(lit) => {
+                        if lit[s as usize] != byte {
+                            DEAD
+                        } else if s as usize + 1 == lit.len() {
+                            ends |= 1 << j;
+                            DEAD
+                        } else {
+                            s + 1
+                        }
+                    }
+                    Lexeme::Dfa(d) => {
+                        let t = d.next(s, byte);
+                        if t != DEAD && d.is_accept(t) {
+                            ends |= 1 << j;
+                        }
+                        t
+                    }
+                }
+            };
+            alive |= t != DEAD;
+            next[j] = t;
+        }
+        if !alive && ends == 0 {
+            i = n.subtree_end();
+            continue;
+        }
+        if let Some(t) = n.token() {
+            set_token_bits(trie, i, t, out);
+        }
+        follow[r] = ByteSet::EMPTY;
+        if ends != 0 && n.subtree_end() > i + 1 {
+            follow[r] = match follow_cache.iter().find(|(key, _)| *key == ends) {
+                Some(&(_, f)) => f,
+                None => {
+                    rec.rollback_to(base_len + fed);
+                    if !rec.try_feed(&path[fed..r])? {
+                        unreachable!("a lexeme that can end keeps the input completable");
+                    }
+                    fed = r;
+                    skip.clear();
+                    let cur = rec.len() as u32;
+                    let _ = cur;
+                    for j in 0..k {
+                        if next[j] != DEAD {
+                            skip.push(ScanItem {
+                                state: next[j],
+                                ..base_items[j]
+                            });
+                        }
+                    }
+                    let f = rec.allowed_bytes_without(&skip);
+                    follow_cache.push((ends, f));
+                    f
+                }
+            };
+        }
+        i += 1;
+    }
+    rec.rollback_to(base_len);
+    Ok(())
+}
+
+/// Walks a subtree with recognizer push (feed) and pop (rollback) at every node.
+fn walk_recognizer(
+    rec: &mut Recognizer,
+    trie: &TokenTrie,
+    start: usize,
+    first: Option<&ByteSet>,
     out: &mut [u32],
 ) -> Result<(), EngineError> {
     let base = rec.len();
     let nodes = trie.nodes();
-    let mut i = 1;
-    while i < nodes.len() {
+    let base_depth = nodes[start].depth();
+    let end = nodes[start].subtree_end();
+    let mut i = start + 1;
+    while i < end {
         let n = &nodes[i];
-        let depth = n.depth();
-        if depth == 1 && !first.contains(n.byte()) {
+        let r = n.depth() - base_depth;
+        if r == 1 && first.is_some_and(|f| !f.contains(n.byte())) {
             i = n.subtree_end();
             continue;
         }
-        rec.rollback_to(base + depth - 1);
+        rec.rollback_to(base + r - 1);
         match rec.try_feed_byte(n.byte()) {
             Ok(true) => {
                 if let Some(t) = n.token() {
-                    out[t as usize / 32] |= 1 << (t % 32);
-                    if n.has_extra_tokens() {
-                        for &t in trie.extra_tokens(i) {
-                            out[t as usize / 32] |= 1 << (t % 32);
-                        }
-                    }
+                    set_token_bits(trie, i, t, out);
                 }
                 i += 1;
             }

@@ -26,6 +26,8 @@ pub struct CompiledGrammar {
     index: Arc<TokenIndex>,
     /// Slice depths per LNF DFA (see [`slices::slice_depths`]); empty for bounded `except!`.
     depths: Vec<Vec<u8>>,
+    /// Slice-stable states per LNF DFA (see [`TokenIndex::slice_stable`]).
+    stable: Vec<Vec<bool>>,
 }
 
 impl CompiledGrammar {
@@ -38,17 +40,24 @@ impl CompiledGrammar {
                 bounded[e.dfa as usize] = true;
             }
         }
-        let depths = lnf
+        let depths: Vec<Vec<u8>> = lnf
             .dfas
             .iter()
             .zip(bounded)
             .map(|(d, b)| if b { Vec::new() } else { index.slice_depths(d) })
+            .collect();
+        let stable = lnf
+            .dfas
+            .iter()
+            .zip(&depths)
+            .map(|(d, dep)| index.slice_stable(d, dep))
             .collect();
         CompiledGrammar {
             grammar,
             vocab,
             index,
             depths,
+            stable,
         }
     }
 
@@ -60,6 +69,19 @@ impl CompiledGrammar {
         &self.vocab
     }
 
+    /// Sizes for diagnostics: (slice bucket token counts, rest token count, rest trie nodes).
+    pub fn index_stats(&self) -> (Vec<usize>, usize, usize) {
+        (
+            self.index
+                .buckets
+                .iter()
+                .map(|b| b.trie.num_tokens())
+                .collect(),
+            self.index.rest.num_tokens(),
+            self.index.rest.len(),
+        )
+    }
+
     /// Number of 32-bit words in one bitmask row.
     pub fn mask_words(&self) -> usize {
         self.index.words
@@ -67,6 +89,18 @@ impl CompiledGrammar {
 
     pub fn matcher(self: &Arc<Self>) -> Matcher {
         Matcher::new(self.clone())
+    }
+
+    /// Whether a scanned regex terminal is in a slice-stable state.
+    #[inline]
+    fn is_slice_stable(&self, sym: LSym, state: u32) -> bool {
+        match sym {
+            LSym::Regex(d) => self.stable[d as usize]
+                .get(state as usize)
+                .copied()
+                .unwrap_or(false),
+            _ => false,
+        }
     }
 
     /// Slice depth of a scanned terminal in a given state (0 when it cannot take slices).

@@ -38,6 +38,9 @@ pub struct SliceBucket {
 pub struct TokenIndex {
     pub buckets: Vec<SliceBucket>,
     pub rest: TokenTrie,
+    /// The rest tokens keyed by what follows their longest prefix in `L` (see
+    /// [`TokenIndex::slice_stable`]): several tokens share a node when their suffixes are equal.
+    pub suffixes: TokenTrie,
     pub words: usize,
     slice_dfa: Dfa,
 }
@@ -48,6 +51,7 @@ impl TokenIndex {
         let words = vocab.size().div_ceil(32);
         let mut groups: Vec<Vec<(u32, &[u8])>> = vec![Vec::new(); BUCKET_BOUNDS.len() + 1];
         let mut rest = Vec::new();
+        let mut suffixes = Vec::new();
         for (id, bytes) in vocab.text_tokens() {
             if slice_dfa.matches(bytes) {
                 let b = BUCKET_BOUNDS
@@ -57,6 +61,7 @@ impl TokenIndex {
                 groups[b].push((id, bytes));
             } else {
                 rest.push((id, bytes));
+                suffixes.push((id, &bytes[longest_slice_prefix(&slice_dfa, bytes)..]));
             }
         }
         let buckets = groups
@@ -77,6 +82,7 @@ impl TokenIndex {
         TokenIndex {
             buckets,
             rest: TokenTrie::build(rest).expect("subset of a valid vocabulary"),
+            suffixes: TokenTrie::build(suffixes).expect("suffixes of valid tokens"),
             words,
             slice_dfa,
         }
@@ -86,6 +92,83 @@ impl TokenIndex {
     pub fn slice_depths(&self, dfa: &Dfa) -> Vec<u8> {
         slice_depths(dfa, &self.slice_dfa)
     }
+
+    /// Per state of `dfa`: whether reading any word of `L` from the state never kills it and
+    /// ends in the same state (e.g. the body loop of a JSON string).
+    ///
+    /// When the only scanned terminal is in such a state, every slice token is allowed and a rest
+    /// token `w u` (`w` its longest prefix in `L`) is allowed exactly when `u` is: after `w` the
+    /// parse is the same as before it, up to relabelled positions. The mask is then the slice
+    /// buckets plus a walk of the (much smaller) suffix trie.
+    pub fn slice_stable(&self, dfa: &Dfa, depths: &[u8]) -> Vec<bool> {
+        let slice = &self.slice_dfa;
+        let nu = slice.state_count();
+        let mut out = vec![false; dfa.state_count()];
+        if depths.len() != dfa.state_count() {
+            return out;
+        }
+        let mut reps: Vec<u8> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for b in 0..=255u8 {
+            if seen.insert((dfa.byte_class(b), slice.byte_class(b))) {
+                reps.push(b);
+            }
+        }
+        let mut mark = vec![u32::MAX; dfa.state_count() * nu];
+        let mut stack = Vec::new();
+        for s in 1..dfa.state_count() as u32 {
+            if depths[s as usize] != DEPTH_CAP {
+                continue;
+            }
+            let mut stable = true;
+            stack.clear();
+            stack.push((s, slice.start()));
+            mark[s as usize * nu + slice.start() as usize] = s;
+            while let Some((t, u)) = stack.pop() {
+                if slice.is_accept(u) && t != s {
+                    stable = false;
+                    break;
+                }
+                for &b in &reps {
+                    let u2 = slice.next(u, b);
+                    if u2 == DEAD {
+                        continue;
+                    }
+                    let t2 = dfa.next(t, b);
+                    if t2 == DEAD {
+                        stable = false;
+                        break;
+                    }
+                    let m = &mut mark[t2 as usize * nu + u2 as usize];
+                    if *m != s {
+                        *m = s;
+                        stack.push((t2, u2));
+                    }
+                }
+                if !stable {
+                    break;
+                }
+            }
+            out[s as usize] = stable;
+        }
+        out
+    }
+}
+
+/// Length of the longest prefix of `bytes` that is a complete word of the slice language.
+fn longest_slice_prefix(slice: &Dfa, bytes: &[u8]) -> usize {
+    let mut s = slice.start();
+    let mut best = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        s = slice.next(s, b);
+        if s == DEAD {
+            break;
+        }
+        if slice.is_accept(s) {
+            best = i + 1;
+        }
+    }
+    best
 }
 
 /// For each state `s` of `t`: the length of the shortest byte string `w` such that `w` is a prefix of
