@@ -1,0 +1,252 @@
+"""Type stubs for ``structout._engine``, the native (Rust, pyo3) engine module.
+
+Errors raised by the engine are the classes of :mod:`structout.errors` (``GrammarError``,
+``LimitExceededError``, ``VocabularyError``, ``StructoutError`` for internal errors), plus the
+built-in ``TypeError`` / ``ValueError`` / ``IndexError`` / ``KeyError`` for invalid arguments.
+"""
+
+from collections.abc import Sequence
+from typing import Any, TypedDict, final
+
+import numpy as np
+import numpy.typing as npt
+from typing_extensions import TypeAlias
+
+__version__: str
+
+_Bitmask: TypeAlias = npt.NDArray[np.int32]
+_TokenBytes: TypeAlias = bytes | bytearray | str | None
+
+class _CacheStats(TypedDict):
+    """Counters of the compiled-grammar cache (:func:`cache_stats`)."""
+
+    hits: int
+    misses: int
+    entries: int
+    capacity: int
+
+# --------------------------------------------------------------------------- byte level
+@final
+class Grammar:
+    """A compiled KBNF grammar (byte level, no vocabulary). Immutable and thread-safe."""
+
+    def accepts(self, data: bytes) -> bool:
+        """Whether ``data`` is a complete sentence of the grammar."""
+    def recognizer(self) -> Recognizer:
+        """A fresh incremental recognizer."""
+    def lnf(self) -> str:
+        """The normalized grammar (LNF), printed."""
+    @property
+    def memory_usage(self) -> int:
+        """Approximate heap bytes held by the grammar."""
+
+@final
+class Recognizer:
+    """An incremental byte-level recognizer (Earley)."""
+
+    def feed(self, data: bytes) -> bool:
+        """Feeds bytes atomically; False (state unchanged) if they cannot continue a sentence.
+
+        Raises ``LimitExceededError`` when an engine limit is hit."""
+    def feed_byte(self, byte: int) -> bool:
+        """Feeds one byte (0..255); same contract as :meth:`feed`."""
+    def is_complete(self) -> bool:
+        """Whether the input so far is a complete sentence."""
+    def is_dead(self) -> bool:
+        """Whether no byte can follow."""
+    def allowed_bytes(self) -> bytes:
+        """The bytes that may come next, ascending."""
+    def rollback_to(self, length: int) -> None:
+        """Restores the state after the first ``length`` bytes."""
+    def reset(self) -> None:
+        """Back to the empty input."""
+    def __len__(self) -> int:
+        """Bytes fed so far."""
+
+def compile_grammar(
+    text: str,
+    start: str = "start",
+    *,
+    dfa_size_limit: int | None = None,
+    max_repetition: int | None = None,
+    max_grammar_symbols: int | None = None,
+    max_items_per_set: int | None = None,
+    max_total_items: int | None = None,
+) -> Grammar:
+    """Compiles KBNF text into a byte-level grammar.
+
+    Raises ``GrammarError`` (line:col, excerpt, hint) or ``LimitExceededError``."""
+
+def builtin_grammar(name: str) -> str:
+    """The KBNF text of a grammar bundled with the engine (e.g. ``"json"``); ``KeyError`` if
+    there is none of that name."""
+
+# --------------------------------------------------------------------------- vocabulary
+@final
+class Vocabulary:
+    """A model vocabulary: token id -> bytes, special flags, EOS ids, fingerprint, token trie.
+
+    Immutable and thread-safe. The public wrapper is :class:`structout.Vocabulary`."""
+
+    @staticmethod
+    def from_bytes(
+        tokens: Sequence[_TokenBytes],
+        eos_token_ids: Sequence[int] = ...,
+        vocab_size: int | None = None,
+    ) -> Vocabulary:
+        """Builds from explicit token bytes (``str`` = its UTF-8; ``None`` = special/unused)."""
+    @staticmethod
+    def from_hf_tokens(
+        tokens: Sequence[str | None],
+        kind: str,
+        added_tokens: Sequence[tuple[int, str, bool]] = ...,
+        eos_token_ids: Sequence[int] = ...,
+        vocab_size: int | None = None,
+        byte_fallback: bool = True,
+    ) -> Vocabulary:
+        """Builds from Hugging Face token strings by id spelled in ``kind`` (``"byte_level"``,
+        ``"sentencepiece"`` or ``"raw"``) plus added tokens ``(id, content, special)``."""
+    @staticmethod
+    def from_tiktoken(
+        data: bytes,
+        special_tokens: Sequence[tuple[str, int]] = ...,
+        eos_token_ids: Sequence[int] = ...,
+        vocab_size: int | None = None,
+    ) -> Vocabulary:
+        """Builds from the contents of a tiktoken rank file and special tokens ``(text, id)``."""
+    @property
+    def size(self) -> int:
+        """Number of token ids (the model's vocabulary size; bitmask width)."""
+    @property
+    def eos_token_ids(self) -> list[int]:
+        """EOS token ids, sorted."""
+    @property
+    def fingerprint(self) -> int:
+        """Stable 64-bit hash of the vocabulary (cache key)."""
+    @property
+    def num_text_tokens(self) -> int:
+        """Number of tokens grammar text may produce (non-special, non-empty)."""
+    @property
+    def trie_nodes(self) -> int:
+        """Nodes of the token trie (root included)."""
+    @property
+    def max_token_len(self) -> int:
+        """Length in bytes of the longest text token."""
+    @property
+    def heap_bytes(self) -> int:
+        """Heap memory used by the vocabulary and its trie, in bytes."""
+    def token_bytes(self, token_id: int) -> bytes:
+        """Bytes of a token (a special token's text; empty for padding); ``IndexError`` if out of
+        range."""
+    def all_token_bytes(self) -> list[bytes]:
+        """Bytes of every id (index = id)."""
+    def decode(self, token_ids: Sequence[int]) -> bytes:
+        """Concatenated bytes of a token sequence."""
+    def is_special(self, token_id: int) -> bool:
+        """Whether the id is never produced by grammar text (special, EOS or padding)."""
+    def is_padding(self, token_id: int) -> bool:
+        """Whether the id lies beyond the tokenizer or is undefined."""
+    def is_text_token(self, token_id: int) -> bool:
+        """Whether grammar text may produce the id."""
+    def special_token_ids(self) -> list[int]:
+        """Ids of all special, EOS and padding tokens, ascending."""
+    def __len__(self) -> int: ...
+
+# --------------------------------------------------------------------------- token masks
+@final
+class CompiledGrammar:
+    """A grammar compiled for one vocabulary. Immutable, thread-safe, cached by the engine."""
+
+    def matcher(self) -> Matcher:
+        """A new matcher (one per generated sequence)."""
+    @property
+    def vocab_size(self) -> int:
+        """The vocabulary size (bits per bitmask row that matter)."""
+    @property
+    def mask_words(self) -> int:
+        """32-bit words per bitmask row: ``ceil(vocab_size / 32)``."""
+    @property
+    def eos_token_ids(self) -> list[int]:
+        """EOS token ids of the vocabulary."""
+    def lnf(self) -> str:
+        """The normalized grammar (LNF), printed."""
+
+@final
+class Matcher:
+    """The parse state of one generated sequence. Not thread-safe; fork it instead."""
+
+    def fill_next_token_bitmask(self, bitmask: _Bitmask, row: int = 0) -> None:
+        """Fills row ``row`` of a C-contiguous ``int32[batch, words]`` bitmask (bit ``i`` of word
+        ``i // 32`` set when token ``i`` is allowed). Releases the GIL."""
+    def accept_token(self, token_id: int) -> bool:
+        """Accepts a token id; False (state unchanged) if it is not allowed. EOS is accepted
+        exactly when :meth:`can_finish`. ``IndexError`` for ids outside the vocabulary."""
+    def accept_bytes(self, data: bytes) -> bool:
+        """Accepts raw bytes as one step; False (state unchanged) if they do not fit."""
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undoes the last ``num_tokens`` accepted steps (all of them if more)."""
+    def reset(self) -> None:
+        """Back to the start of the grammar."""
+    def is_finished(self) -> bool:
+        """True once EOS was accepted, or the output is complete and nothing can follow."""
+    def can_finish(self) -> bool:
+        """True when the output so far is complete (EOS allowed now)."""
+    def forced_bytes(self) -> bytes:
+        """The longest byte string every valid continuation starts with (jump-forward)."""
+    def fork(self) -> Matcher:
+        """An independent copy of this matcher."""
+    def __copy__(self) -> Matcher: ...
+    @property
+    def num_tokens(self) -> int:
+        """Steps accepted (tokens, ``accept_bytes`` calls and EOS count one each)."""
+    @property
+    def num_bytes(self) -> int:
+        """Bytes accepted so far."""
+
+def compile_kbnf(
+    text: str,
+    vocab: Any,
+    start: str = "start",
+    *,
+    dfa_size_limit: int | None = None,
+    max_repetition: int | None = None,
+    max_grammar_symbols: int | None = None,
+    max_items_per_set: int | None = None,
+    max_total_items: int | None = None,
+) -> CompiledGrammar:
+    """Compiles KBNF text for ``vocab`` (a :class:`Vocabulary` or ``structout.Vocabulary``)
+    through the engine's cache (keyed by text, options and vocabulary fingerprint).
+
+    Raises ``TypeError`` for a vocabulary of the wrong type, ``GrammarError`` or
+    ``LimitExceededError``."""
+
+def fill_next_token_bitmasks(
+    matchers: Sequence[Matcher],
+    bitmask: _Bitmask,
+    rows: Sequence[int] | None = None,
+    num_threads: int | None = None,
+) -> None:
+    """Fills one bitmask row per matcher (rows ``0..n`` or ``rows``) in parallel native threads,
+    with the GIL released. Rows must be distinct and in range; a matcher may appear once."""
+
+def cache_stats() -> _CacheStats:
+    """Hit/miss counters, entries and capacity of the compiled-grammar cache."""
+
+def configure_cache(capacity: int = ..., clear: bool = False) -> None:
+    """Sets how many compiled grammars the cache keeps (default 128; the oldest are evicted);
+    ``clear=True`` empties it and resets the counters."""
+
+__all__ = [
+    "CompiledGrammar",
+    "Grammar",
+    "Matcher",
+    "Recognizer",
+    "Vocabulary",
+    "__version__",
+    "builtin_grammar",
+    "cache_stats",
+    "compile_grammar",
+    "compile_kbnf",
+    "configure_cache",
+    "fill_next_token_bitmasks",
+]
