@@ -63,13 +63,23 @@ def json_schema_of(schema_or_type: Any, *, by_alias: bool = True) -> tuple[Any, 
         schema = TypeAdapter(schema_or_type).json_schema(by_alias=by_alias, mode="validation")
     except Exception as e:
         raise SchemaError(f"cannot build a JSON Schema for {schema_or_type!r}: {e}", "") from e
-    _forbid_extras(schema)
+    _adapt_python_schema(schema)
     return schema, True
 
 
-def _forbid_extras(node: Any) -> None:
+def _adapt_python_schema(node: Any) -> None:
+    """Make a Pydantic-generated schema describe what the Python type accepts and produces.
+
+    * Object schemas of models/dataclasses/TypedDicts without an ``additionalProperties``
+      (extra keys ignored on validation) get ``additionalProperties: false`` so the grammar
+      never generates keys the type would drop.
+    * ``uniqueItems`` (``set``/``frozenset``) is dropped: Pydantic accepts duplicates on input
+      and removes them, so every list of valid items validates; a grammar cannot enforce
+      uniqueness of arbitrary items.
+    """
     if not isinstance(node, dict):
         return
+    node.pop("uniqueItems", None)
     if (
         isinstance(node.get("properties"), dict)
         and "additionalProperties" not in node
@@ -80,14 +90,14 @@ def _forbid_extras(node: Any) -> None:
         sub = node.get(kw)
         if isinstance(sub, dict):
             for v in sub.values():
-                _forbid_extras(v)
+                _adapt_python_schema(v)
     for kw in cp._SCHEMA_KWS:
-        _forbid_extras(node.get(kw))
+        _adapt_python_schema(node.get(kw))
     for kw in cp._SCHEMA_LIST_KWS:
         sub = node.get(kw)
         if isinstance(sub, list):
             for v in sub:
-                _forbid_extras(v)
+                _adapt_python_schema(v)
 
 
 class SchemaTranslation:

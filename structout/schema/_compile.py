@@ -805,7 +805,7 @@ class Compiler:
 
     def pattern(self, p: str, loc: Location, kw: str) -> sl.Formula:
         try:
-            return sl.f_re(rx.compile_pattern(p))
+            return sl.pattern_formula(p)
         except rx.RegexUnsupported as e:
             self.unsupported(
                 f"pattern {p!r} uses {e.message}, which no grammar can enforce", kw, loc

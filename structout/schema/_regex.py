@@ -208,8 +208,20 @@ class _Parser:
             return EOL
         if c == "\\" and self.peek(1) in ("b", "B"):
             raise RegexUnsupported(f"word-boundary assertion \\{self.peek(1)}")
-        if c == "(" and self.s.startswith(("(?=", "(?!", "(?<=", "(?<!"), self.i):
-            raise RegexUnsupported("look-around assertion")
+        if c == "(" and self.s.startswith(("(?<=", "(?<!"), self.i):
+            raise RegexUnsupported("look-behind assertion")
+        if c == "(" and self.s.startswith(("(?=", "(?!"), self.i):
+            positive = self.s[self.i + 2] == "="
+            self.i += 3
+            inner = self.disjunction()
+            if self.peek() != ")":
+                raise self.error("missing ')'")
+            self.i += 1
+            if self.peek() in ("*", "+", "?", "{") and (
+                self.peek() != "{" or self._braces(peek=True)
+            ):
+                raise RegexUnsupported("quantified look-ahead")
+            return ("look", positive, inner)
         atom = self.atom()
         return self.quantifier(atom)
 
@@ -449,7 +461,7 @@ def parse_ecma(pattern: str) -> Node:
 
 def _has_anchor(node: Node) -> bool:
     t = node[0]
-    if t in ("bol", "eol"):
+    if t in ("bol", "eol", "look"):
         return True
     if t in ("cat", "alt"):
         return any(_has_anchor(x) for x in node[1])
@@ -474,7 +486,10 @@ def _split_leading(node: Node) -> list[tuple[bool, Node]]:
         out = []
         for anchored, rest in head:
             tail = cat(*items[1:])
-            if anchored or not _nullable(rest):
+            if anchored:
+                # further '^' right at the start hold trivially: strip them too
+                out.extend((True, r2) for _, r2 in _split_leading(cat(rest, tail)))
+            elif not _nullable(rest):
                 out.append((anchored, cat(rest, tail)))
             else:
                 # rest may be empty: the anchor could still come from the tail
@@ -505,7 +520,7 @@ def _split_trailing(node: Node) -> list[tuple[bool, Node]]:
 
 def _nullable(node: Node) -> bool:
     t = node[0]
-    if t in ("eps", "bol", "eol"):
+    if t in ("eps", "bol", "eol", "look"):
         return True
     if t in ("set", "none"):
         return False
@@ -532,17 +547,50 @@ def _strip_assertions(node: Node) -> Node:
     return node
 
 
-def search_language(node: Node) -> Node:
-    """The full-match AST of strings in which ``node`` (ECMA search semantics) finds a match."""
+Lookahead = tuple[bool, Node]  # (positive, full-match language of the look-ahead)
+
+
+def search_variants(node: Node) -> list[tuple[list[Lookahead], Node]]:
+    """ECMA search semantics of ``node`` as variants ``(look-aheads, full-match AST)``.
+
+    A string is in the pattern's language when, for some variant, it is in the AST's language
+    and in every positive look-ahead language and in no negative one. Look-aheads are only
+    supported right after a leading ``^`` (where they constrain the whole string).
+    """
     pad = rep(ANYCHAR, 0, None)
-    variants: list[Node] = []
+    variants: list[tuple[list[Lookahead], Node]] = []
     for start_anchored, rest in _split_leading(node):
+        looks: list[Node] = []
+        while True:
+            if rest[0] == "look":
+                looks.append(rest)
+                rest = EPS
+            elif rest[0] == "cat" and rest[1][0][0] == "look":
+                looks.append(rest[1][0])
+                rest = cat(*rest[1][1:])
+                continue
+            break
+        if looks and not start_anchored:
+            raise RegexUnsupported("look-ahead that is not at the start of an anchored pattern")
+        langs = [(lk[1], search_language(cat(BOL, lk[2]))) for lk in looks]
         for end_anchored, core in _split_trailing(rest):
             if _has_anchor(core):
-                raise RegexUnsupported("'^' or '$' in the middle of a pattern")
+                raise RegexUnsupported("'^', '$' or a look-ahead in the middle of a pattern")
             core = _strip_assertions(core)
-            variants.append(cat(EPS if start_anchored else pad, core, EPS if end_anchored else pad))
-    return alt(*variants)
+            variants.append(
+                (langs, cat(EPS if start_anchored else pad, core, EPS if end_anchored else pad))
+            )
+    return variants
+
+
+def search_language(node: Node) -> Node:
+    """The full-match AST of strings in which ``node`` (ECMA search semantics) finds a match."""
+    out: list[Node] = []
+    for looks, core in search_variants(node):
+        if looks:
+            raise RegexUnsupported("look-ahead assertion")
+        out.append(core)
+    return alt(*out)
 
 
 def compile_pattern(pattern: str) -> Node:

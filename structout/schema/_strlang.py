@@ -36,6 +36,17 @@ def f_re(node: rx.Node) -> Formula:
     return ("re", node)
 
 
+def pattern_formula(pattern: str) -> Formula:
+    """The language of an ECMA-262 ``pattern`` (search semantics, leading look-aheads)."""
+    parts = []
+    for looks, core in rx.search_variants(rx.parse_ecma(pattern)):
+        terms = [f_re(core)]
+        for positive, lang in looks:
+            terms.append(f_re(lang) if positive else f_not(f_re(lang)))
+        parts.append(f_and(*terms))
+    return f_or(*parts)
+
+
 def f_len(lo: int, hi: int | None) -> Formula:
     if lo <= 0 and hi is None:
         return ALL
