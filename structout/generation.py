@@ -24,6 +24,7 @@ import bisect
 import codecs
 import dataclasses
 import json
+import sys
 import threading
 import time
 from collections.abc import Generator, Sequence
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 from structout.errors import SchemaValidationError, StructoutError, TruncatedOutputError
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import torch
 
 __all__ = [
@@ -393,8 +395,9 @@ class _KVSession:
         self._keep_kw = "logits_to_keep" in params or "num_logits_to_keep" in params
         self._keep_name = "logits_to_keep" if "logits_to_keep" in params else "num_logits_to_keep"
 
-    def feed(self, chunks: Sequence[Sequence[int]]) -> torch.Tensor:
-        """Run one forward pass; return float32 logits ``[B, V]`` at each row's last position."""
+    def feed(self, chunks: Sequence[Sequence[int]]) -> np.ndarray:
+        """Run one forward pass; return float32 logits ``[B, V]`` (numpy, host memory) at each
+        row's last position."""
         torch = self.torch
         kwargs: dict[str, Any] = {"past_key_values": self.cache, "use_cache": True}
         if self._keep_kw:
@@ -416,43 +419,67 @@ class _KVSession:
             self.attn = new_mask if self.attn is None else torch.cat([self.attn, new_mask], 1)
             kwargs["attention_mask"] = self.attn
             kwargs["position_ids"] = torch.tensor(pos, dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, **kwargs)
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, **kwargs)
         self.cache = out.past_key_values
         self.forward_passes += 1
-        return out.logits[:, -1, :].float()
+        return out.logits[:, -1, :].float().cpu().numpy()
 
 
 # ---------------------------------------------------------------------------------------- sampling
-def _sample(
-    logits: torch.Tensor, params: SamplingParams, generator: torch.Generator | None
-) -> list[int]:
-    """Greedy when temperature is 0, else temperature + nucleus (top-p) sampling, per row."""
-    import torch
+# Masking and sampling run in numpy on the host: single-threaded and cheap (tens of µs for a
+# 50k-150k vocabulary). torch's intra-op thread pool is left to the forward pass; on a busy CPU,
+# a multi-threaded torch masked_fill over the vocabulary can stall for milliseconds.
+
+
+def _sample(logits: np.ndarray, params: SamplingParams, rng: np.random.Generator) -> list[int]:
+    """Greedy when temperature is 0, else temperature + nucleus (top-p) sampling, per row.
+
+    ``logits`` is float32 ``[B, V]`` with disallowed tokens at ``-inf``.
+    """
+    import numpy as np
 
     if params.temperature == 0:
-        return logits.argmax(dim=-1).tolist()
-    scaled = logits / params.temperature
-    probs = torch.softmax(scaled, dim=-1)
-    if params.top_p < 1.0:
-        sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
-        cumulative = sorted_probs.cumsum(dim=-1)
-        # Keep the smallest prefix whose mass reaches top_p (always at least the top token).
-        drop = cumulative - sorted_probs > params.top_p
-        sorted_probs = sorted_probs.masked_fill(drop, 0.0)
-        choice = torch.multinomial(sorted_probs, 1, generator=generator)
-        return order.gather(-1, choice).squeeze(-1).tolist()
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1).tolist()
+        return [int(t) for t in logits.argmax(axis=-1)]
+    out = []
+    for row in logits:
+        ids = np.flatnonzero(row > -np.inf)
+        if len(ids) == 0:
+            raise StructoutError("every token is masked out; nothing can be sampled")
+        x = row[ids].astype(np.float64) / params.temperature
+        p = np.exp(x - x.max())
+        p /= p.sum()
+        if params.top_p < 1.0:
+            order = np.argsort(-p, kind="stable")
+            cumulative = np.cumsum(p[order])
+            # The smallest prefix whose mass reaches top_p (always at least the top token).
+            keep = order[: int(np.searchsorted(cumulative, params.top_p)) + 1]
+            ids, p = ids[keep], p[keep] / p[keep].sum()
+        out.append(int(ids[rng.choice(len(ids), p=p)]))
+    return out
 
 
-def _apply_bitmask_torch(logits: torch.Tensor, bitmask: Any) -> None:
-    """Pure-torch fallback: set logits of disallowed tokens to -inf (any device)."""
-    import torch
+def _apply_bitmask_np(logits: np.ndarray, bitmask: np.ndarray) -> None:
+    """Set logits of disallowed tokens to -inf in place (float ``[B, V]`` array).
 
-    words = torch.as_tensor(bitmask, device=logits.device)
-    shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
-    bits = ((words.unsqueeze(-1) >> shifts) & 1).reshape(words.shape[0], -1)
-    allowed = bits[:, : logits.shape[-1]].bool()
-    logits.masked_fill_(~allowed, float("-inf"))
+    ``np.unpackbits`` on the little-endian int32 words puts bit ``i`` of word ``j`` at
+    ``32 j + i``; columns beyond the bitmask (padding ids) are disallowed.
+    """
+    import numpy as np
+
+    words = np.ascontiguousarray(bitmask[: logits.shape[0]])
+    if sys.byteorder != "little":
+        words = words.byteswap()
+    bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little")
+    vocab = logits.shape[-1]
+    if bits.shape[-1] < vocab:
+        bits = np.pad(bits, ((0, 0), (0, vocab - bits.shape[-1])))
+    np.copyto(logits, -np.inf, where=bits[:, :vocab] == 0)
+
+
+def _apply_bitmask_cpu(logits: torch.Tensor, bitmask: Any) -> None:
+    """In-place mask for a CPU float32 torch tensor (through a shared numpy view)."""
+    _apply_bitmask_np(logits.numpy(), bitmask)
 
 
 # ---------------------------------------------------------------------------------- decode loop
@@ -518,7 +545,6 @@ class _Decoder:
         self.api = _engine_api() if any(r.matcher is not None for r in self.rows) else None
         self._bitmask: Any = None
         self._scratch: Any = None
-        self._native_apply_ok = True
 
     # ---- masks
     def _alloc(self, n: int) -> Any:
@@ -530,18 +556,8 @@ class _Decoder:
         matcher.fill_next_token_bitmask(self._scratch, 0)
         return self._scratch
 
-    def _allows_other_than_eos(self, matcher: Any) -> bool:
-        import numpy as np
-
-        words = np.array(self._scratch_mask(matcher)[0], copy=True).view(np.uint32)
-        for eos in self.tokens.eos_token_ids:
-            if eos < self.tokens.vocab_size:
-                words[eos >> 5] &= np.uint32(~(1 << (eos & 31)) & 0xFFFFFFFF)
-        return bool(words.any())
-
-    def _mask_logits(self, logits: torch.Tensor, active: list[int]) -> None:
+    def _mask_logits(self, logits: np.ndarray, active: list[int]) -> None:
         """Fill bitmasks for constrained active rows and apply them to ``logits`` in place."""
-        import numpy as np
 
         constrained = [i for i in active if self.rows[i].matcher is not None]
         if not constrained:
@@ -554,15 +570,16 @@ class _Decoder:
         bm = self._bitmask
         if n_rows == 1:
             self.rows[0].matcher.fill_next_token_bitmask(bm, 0)
-            full = bm
-        elif len(constrained) == n_rows:
-            api.fill_next_token_bitmasks([r.matcher for r in self.rows], bm)
-            full = bm
         else:
-            sub = self._alloc(len(constrained))
-            api.fill_next_token_bitmasks([self.rows[i].matcher for i in constrained], sub)
-            full = np.full_like(bm, -1)
-            full[constrained] = sub
+            # One native call fills every constrained row in parallel (GIL released); rows of
+            # unconstrained requests allow everything.
+            api.fill_next_token_bitmasks(
+                [self.rows[i].matcher for i in constrained], bm, rows=constrained
+            )
+            for i in active:
+                if self.rows[i].matcher is None:
+                    bm[i] = -1
+        full = bm
         for i in constrained:
             if not full[i].any():
                 raise StructoutError(
@@ -571,14 +588,7 @@ class _Decoder:
                     "produce the bytes the grammar requires next"
                 )
         # Rows that are done keep whatever mask they get; their logits are never sampled.
-        if self._native_apply_ok and logits.device.type == "cpu":
-            try:
-                api.apply_token_bitmask_(logits, full)
-            except (TypeError, ValueError, NotImplementedError):
-                self._native_apply_ok = False
-                _apply_bitmask_torch(logits, full)
-        else:
-            _apply_bitmask_torch(logits, full)
+        _apply_bitmask_np(logits, full)
         self.stats.mask_ns += time.perf_counter_ns() - t0
         self.stats.masked_steps += len(constrained)
 
@@ -649,48 +659,42 @@ class _Decoder:
 
     # ---- main loop
     def run(self) -> Generator[tuple[int, bytes], None, list[RowOutcome]]:
-        import torch
+        import numpy as np
 
         params = self.params
         tokens = self.tokens
         rows = self.rows
         session = _KVSession(self.hf_model, self.pad, len(rows))
-        generator: torch.Generator | None = None
+        rng = np.random.default_rng(params.seed)
         t_start = time.perf_counter_ns()
 
         # Bytes forced at the very start go into the prefill.
         first: list[list[int]] = []
-        with torch.inference_mode():
-            for row in rows:
-                chunk: list[int] = []
-                if row.matcher is not None and params.jump_forward:
-                    chunk = self._fit_budget(row, self._jump(row, []) or [])
-                    row.generated.extend(chunk)
-                    row.forced += len(chunk)
-                first.append(list(row.req.prompt_ids) + chunk)
-                self._check_done(row)
+        for row in rows:
+            chunk: list[int] = []
+            if row.matcher is not None and params.jump_forward:
+                chunk = self._fit_budget(row, self._jump(row, []) or [])
+                row.generated.extend(chunk)
+                row.forced += len(chunk)
+            first.append(list(row.req.prompt_ids) + chunk)
+            self._check_done(row)
         for i, row in enumerate(rows):
             if row.generated:
                 yield i, tokens.bytes_of(row.generated)
         if all(r.done for r in rows):
             return self._finish(t_start, t_start, session)
-        with torch.inference_mode():
-            logits = session.feed(first)
-        if params.seed is not None:
-            generator = torch.Generator(device=logits.device)
-            generator.manual_seed(params.seed)
+        logits = session.feed(first)
         t_prefill = time.perf_counter_ns()
         self.stats.prefill_ns = t_prefill - t_start
 
         while True:
-            with torch.inference_mode():
-                active = [i for i, r in enumerate(rows) if not r.done]
-                self._mask_logits(logits, active)
-                if params.ignore_eos:
-                    for eos in tokens.eos_token_ids:
-                        if eos < logits.shape[-1]:
-                            logits[:, eos] = float("-inf")
-                sampled = _sample(logits, params, generator)
+            active = [i for i, r in enumerate(rows) if not r.done]
+            self._mask_logits(logits, active)
+            if params.ignore_eos:
+                for eos in tokens.eos_token_ids:
+                    if eos < logits.shape[-1]:
+                        logits[:, eos] = -np.inf
+            sampled = _sample(logits, params, rng)
             deltas: list[tuple[int, bytes]] = []
             for i in active:
                 row = rows[i]
@@ -707,11 +711,9 @@ class _Decoder:
                 row.sampled += 1
                 chunk = [t]
                 if row.matcher is not None and params.jump_forward:
-                    jumped = self._jump(row, [t])
-                    if jumped is not None:
-                        chunk = jumped
-                        row.forced += len(chunk) - 1
+                    chunk = self._jump(row, [t]) or chunk
                 chunk = self._fit_budget(row, chunk)
+                row.forced += len(chunk) - 1  # tokens appended without sampling
                 row.generated.extend(chunk)
                 row.feed = chunk
                 deltas.append((i, tokens.bytes_of(chunk)))
@@ -719,8 +721,7 @@ class _Decoder:
             yield from deltas
             if all(r.done for r in rows):
                 break
-            with torch.inference_mode():
-                logits = session.feed([r.feed if not r.done else [] for r in rows])
+            logits = session.feed([r.feed if not r.done else [] for r in rows])
         return self._finish(t_start, t_prefill, session)
 
     def _fit_budget(self, row: _Row, chunk: list[int]) -> list[int]:
@@ -736,7 +737,7 @@ class _Decoder:
         if row.done:
             return
         m = row.matcher
-        if m is not None and m.is_finished() and not self._allows_other_than_eos(m):
+        if m is not None and m.is_finished():  # complete, and nothing but EOS may follow
             row.done, row.finish_reason = True, "stop"
         elif len(row.generated) >= row.req.max_new_tokens:
             row.done, row.finish_reason = True, "length"
@@ -747,7 +748,7 @@ class _Decoder:
         self.stats.forward_passes = session.forward_passes
         out = []
         for row in self.rows:
-            complete = row.matcher is None or bool(row.matcher.is_finished())
+            complete = row.matcher is None or bool(row.matcher.can_finish())
             out.append(
                 RowOutcome(
                     token_ids=list(row.generated),

@@ -239,7 +239,7 @@ def test_kv_session_batched_logits_match_full_forward() -> None:
     session = gen._KVSession(model, tok.eos_token_id, len(rows))
     seqs = [list(r) for r in rows]
     with torch.inference_mode():
-        logits = session.feed(rows)
+        logits = torch.from_numpy(session.feed(rows))
         for step in steps + [None]:
             for i, seq in enumerate(seqs):
                 full = model(input_ids=torch.tensor([seq])).logits[0, -1].float()
@@ -249,7 +249,7 @@ def test_kv_session_batched_logits_match_full_forward() -> None:
             # Rows with an empty chunk keep their last real position (it is masked padding).
             for i, chunk in enumerate(step):
                 seqs[i].extend(chunk)
-            logits_new = session.feed(step)
+            logits_new = torch.from_numpy(session.feed(step))
             for i, chunk in enumerate(step):
                 if not chunk:
                     logits_new[i] = logits[i]

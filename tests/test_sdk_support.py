@@ -185,11 +185,18 @@ class RefMatcher:
     def reset(self) -> None:
         self.data, self.lengths = b"", []
 
-    def is_finished(self) -> bool:
+    def can_finish(self) -> bool:
+        """The output so far is complete (EOS allowed)."""
         return self.data in self.g.choices
 
+    def is_finished(self) -> bool:
+        """Complete, and no longer output is possible."""
+        return self.can_finish() and not any(
+            len(c) > len(self.data) and c.startswith(self.data) for c in self.g.choices
+        )
+
     def forced_bytes(self) -> bytes:
-        if self.is_finished():
+        if self.can_finish():
             return b""
         rests = [c[len(self.data) :] for c in self.g.choices if c.startswith(self.data)]
         return os.path.commonprefix(rests) if rests else b""
@@ -203,7 +210,7 @@ class RefMatcher:
                 rest = c[len(self.data) :]
                 for j in range(1, len(rest) + 1):
                     allowed.update(self.g.vocab.by_bytes.get(rest[:j], []))
-        if self.is_finished():
+        if self.can_finish():
             allowed.update(self.g.vocab.eos_token_ids)
         for t in allowed:
             words[t >> 5] |= np.uint32(1 << (t & 31))
@@ -218,14 +225,16 @@ def ref_engine() -> Any:
     def allocate_token_bitmask(batch: int, vocab_size: int) -> Any:
         return np.zeros((batch, (vocab_size + 31) // 32), dtype=np.int32)
 
-    def fill_next_token_bitmasks(matchers: list[RefMatcher], bm: Any) -> None:
-        for i, m in enumerate(matchers):
+    def fill_next_token_bitmasks(
+        matchers: list[RefMatcher], bm: Any, rows: list[int] | None = None
+    ) -> None:
+        for i, m in zip(rows if rows is not None else range(len(matchers)), matchers):
             m.fill_next_token_bitmask(bm, i)
 
     def apply_token_bitmask_(logits: Any, bm: Any) -> None:
-        from structout.generation import _apply_bitmask_torch
+        from structout.masks import apply_token_bitmask_
 
-        _apply_bitmask_torch(logits, bm)
+        apply_token_bitmask_(logits, bm)
 
     return types.SimpleNamespace(
         Vocabulary=RefVocab,

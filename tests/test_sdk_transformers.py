@@ -45,19 +45,19 @@ def _outputs(out: Any, inputs: Any) -> list[str]:
     return tok.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
-@pytest.mark.parametrize("do_sample", [False, True])
-def test_batched_generate_outputs_validate(do_sample: bool) -> None:
+@pytest.mark.parametrize("seed", [0, 1])
+def test_batched_generate_outputs_validate(seed: int) -> None:
     from structout.integrations.transformers import StructuredLogitsProcessor
 
     model, tok = tiny_llama(), llama3_tokenizer()
     inputs = _inputs(["first prompt", "a second, longer prompt here", "3"])
     proc = StructuredLogitsProcessor(tok, Pair)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     out = model.generate(
         **inputs,
         logits_processor=[proc],
         max_new_tokens=40,
-        do_sample=do_sample,
+        do_sample=True,
         pad_token_id=tok.eos_token_id,
     )
     texts = _outputs(out, inputs)

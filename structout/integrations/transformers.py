@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from transformers import LogitsProcessor
 
 from structout import generation as _gen
@@ -110,13 +111,14 @@ class StructuredLogitsProcessor(LogitsProcessor):
         for row in range(batch):
             self._sync(row, new[row])
         api.fill_next_token_bitmasks(self._matchers, self._bitmask)
-        if scores.device.type == "cpu":
-            try:
-                api.apply_token_bitmask_(scores, self._bitmask)
-                return scores
-            except (TypeError, ValueError, NotImplementedError):
-                pass
-        _gen._apply_bitmask_torch(scores, self._bitmask)
+        if (
+            scores.device.type == "cpu"
+            and scores.dtype == torch.float32
+            and not scores.requires_grad
+        ):
+            _gen._apply_bitmask_cpu(scores, self._bitmask)
+        else:
+            api.apply_token_bitmask_(scores, self._bitmask)  # any device and dtype
         return scores
 
     def _sync(self, row: int, tokens: list[int]) -> None:
@@ -135,7 +137,7 @@ class StructuredLogitsProcessor(LogitsProcessor):
             if self._done[row]:
                 break
             t = tokens[pos]
-            if t in self._eos and m.is_finished():
+            if t in self._eos and m.can_finish():
                 self._done[row] = True
                 break
             if not m.accept_token(t):
