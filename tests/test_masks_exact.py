@@ -843,6 +843,46 @@ def test_small_grammar_sentences() -> None:
             feed_and_check(g, vocab, tokens, f"{name} {text!r}", range(len(tokens) + 1), rng)
 
 
+#: Tiny grammars with a tiny vocabulary: every state reachable within ``TINY_DEPTH`` tokens is
+#: checked (breadth first), so a failure names the shortest prefix that shows it.
+TINY_GRAMMARS = [
+    ("start ::= 'x' ;", [b"x", b"y", b"xy"]),
+    ("start ::= 'x' 'y' ;", [b"x", b"y", b"xy"]),
+    ("start ::= 'x' | 'y' ;", [b"x", b"y", b"xy"]),
+    ("start ::= 'a' start | 'b' ;", [b"a", b"b", b"ab"]),
+    ("start ::= x ; x ::= x 'a' | 'b' ;", [b"a", b"b", b"ba"]),
+    ("start ::= '' | '(' start ')' start ;", [b"(", b")", b"()", b"(("]),
+    ("start ::= '\"' except!('}') '\"' ;", [b'"', b'"a', b"a", b"}"]),
+    ("start ::= except!('\\n\\n', 3) '\\n\\n' ;", [b"\n", b"a", b"\n\n", b"a\n"]),
+    ("start ::= #\"[a-c]{0,3}\" '\\n' ;", [b"\n", b"a", b"ab", b"abc", b"d"]),
+    ("start ::= item{2,3} ; item ::= 'a' | 'b' 'a' ;", [b"a", b"b", b"ba", b"ab"]),
+]
+TINY_DEPTH = 4
+
+
+@pytest.mark.parametrize("grammar,tokens", TINY_GRAMMARS, ids=[g for g, _ in TINY_GRAMMARS])
+def test_tiny_grammars_every_state(grammar: str, tokens: list[bytes]) -> None:
+    vocab = so.Vocabulary.from_bytes([None, *tokens], eos_token_ids=[0], vocab_size=len(tokens) + 3)
+    g = so.compile_kbnf(grammar, vocab)
+    frontier: list[tuple[Any, bytes]] = [(g.matcher(), b"")]
+    seen = {b""}
+    for depth in range(TINY_DEPTH + 1):
+        nxt = []
+        for m, prefix in frontier:
+            mask = assert_exact(m, vocab, f"{grammar!r} after {prefix!r}", prefix)
+            if depth == TINY_DEPTH:
+                continue
+            for t in np.flatnonzero(mask):
+                b = vocab.token_bytes(int(t))
+                if int(t) in vocab.eos_token_ids or prefix + b in seen:
+                    continue
+                seen.add(prefix + b)
+                f = m.fork()
+                assert f.accept_token(int(t))
+                nxt.append((f, prefix + b))
+        frontier = nxt
+
+
 def test_exactness_helpers_detect_a_wrong_mask() -> None:
     """The brute-force comparison really fails on a wrong mask (a fake matcher that over-allows)."""
     vocab = small_vocab()
