@@ -16,6 +16,7 @@ from . import _regex as rx
 
 MAX_NFA_STATES = 60_000
 MAX_DFA_STATES = 6_000
+MAX_ELIMINATION_STATES = 400
 
 
 class AutomatonTooLarge(Exception):
@@ -250,47 +251,63 @@ class DFA:
         return DFA(self.alpha, trans, accept, 0).minimize()
 
     def minimize(self) -> DFA:
-        """Moore partition refinement on the reachable part."""
-        n = self.n
-        natoms = len(self.alpha.atoms)
-        # reachable states
-        seen = [False] * n
-        seen[self.start] = True
-        stack = [self.start]
-        while stack:
-            q = stack.pop()
+        """Hopcroft partition refinement on the reachable part."""
+        k = len(self.alpha.atoms)
+        seen = {self.start: 0}
+        order = [self.start]
+        i = 0
+        while i < len(order):
+            q = order[i]
+            i += 1
             for r in self.trans[q]:
-                if not seen[r]:
-                    seen[r] = True
-                    stack.append(r)
-        states = [q for q in range(n) if seen[q]]
-        block = {q: (1 if self.accept[q] else 0) for q in states}
-        nblocks = len(set(block.values()))
-        while True:
-            sigs: dict[tuple[int, ...], int] = {}
-            new_block = {}
-            for q in states:
-                sig = (block[q],) + tuple(block[self.trans[q][a]] for a in range(natoms))
-                b = sigs.get(sig)
-                if b is None:
-                    b = len(sigs)
-                    sigs[sig] = b
-                new_block[q] = b
-            block = new_block
-            if len(sigs) == nblocks:
-                break
-            nblocks = len(sigs)
-        trans: list[list[int]] = [[] for _ in range(nblocks)]
-        accept = [False] * nblocks
-        done = set()
-        for q in states:
-            b = block[q]
-            if b in done:
-                continue
-            done.add(b)
-            trans[b] = [block[self.trans[q][a]] for a in range(natoms)]
-            accept[b] = self.accept[q]
-        return DFA(self.alpha, trans, accept, block[self.start])
+                if r not in seen:
+                    seen[r] = len(order)
+                    order.append(r)
+        n = len(order)
+        tr = [[seen[self.trans[q][a]] for a in range(k)] for q in order]
+        acc = [self.accept[q] for q in order]
+        inv: list[list[list[int]]] = [[[] for _ in range(n)] for _ in range(k)]
+        for q in range(n):
+            row = tr[q]
+            for a in range(k):
+                inv[a][row[a]].append(q)
+        blocks: list[set[int]] = []
+        block_of = [0] * n
+        for members in ([q for q in range(n) if acc[q]], [q for q in range(n) if not acc[q]]):
+            if members:
+                for q in members:
+                    block_of[q] = len(blocks)
+                blocks.append(set(members))
+        work: set[tuple[int, int]] = {(b, a) for b in range(len(blocks)) for a in range(k)}
+        while work:
+            b, a = work.pop()
+            touched: dict[int, list[int]] = {}
+            inv_a = inv[a]
+            for r in blocks[b]:
+                for q in inv_a[r]:
+                    touched.setdefault(block_of[q], []).append(q)
+            for bid, qs in touched.items():
+                if len(qs) == len(blocks[bid]):
+                    continue
+                new = set(qs)
+                blocks[bid] -= new
+                nid = len(blocks)
+                blocks.append(new)
+                for q in new:
+                    block_of[q] = nid
+                for c in range(k):
+                    if (bid, c) in work or len(new) <= len(blocks[bid]):
+                        work.add((nid, c))
+                    else:
+                        work.add((bid, c))
+        nb = len(blocks)
+        trans: list[list[int]] = [[] for _ in range(nb)]
+        accept = [False] * nb
+        for bid, members in enumerate(blocks):
+            q = next(iter(members))
+            trans[bid] = [block_of[r] for r in tr[q]]
+            accept[bid] = acc[q]
+        return DFA(self.alpha, trans, accept, block_of[0])
 
     # --- queries ---
 
@@ -346,6 +363,8 @@ class DFA:
         if not live[self.start]:
             return rx.NONE
         states = [q for q in range(self.n) if live[q]]
+        if len(states) > MAX_ELIMINATION_STATES:
+            return None
         S, F = -1, -2
         # edge map: (i, j) -> node
         fwd: dict[int, dict[int, rx.Node]] = {q: {} for q in states}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Callable
 
 from . import _automata as am
@@ -987,6 +988,7 @@ class Emitter:
         self.rules = {k: v for k, v in new.items() if k in reach}
 
 
+@lru_cache(maxsize=65536)
 def estimate_states(node: rx.Node) -> int:
     """A rough upper estimate of the DFA states a regex needs (counted repeats multiply)."""
     t = node[0]

@@ -284,7 +284,7 @@ class Algebra:
             if full in merged:
                 merged = [m for m in merged if m.kind != k or m is full or _carries_annotations(m)]
         objs = [m for m in merged if m.kind == "obj"]
-        if len(objs) > 2:
+        if 2 < len(objs) <= 64:
             drop = set()
             for i, a in enumerate(objs):
                 for j, b in enumerate(objs):

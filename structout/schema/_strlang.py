@@ -318,13 +318,49 @@ def _simple_regex(f: Formula) -> rx.Node | None:
             lo, hi = _as_length(lens[0])  # type: ignore[misc]
             return restrict_length(base, lo, hi)
         return None
-    if t == "not":
-        f[1]
-        # not(a finite set of literals) and similar go through automata
-        return None
+    if t == "not" and f[1][0] == "re":
+        words = rx.finite_strings(f[1][1], MAX_COMPLEMENT_WORDS)
+        if words is not None:
+            return complement_of_words(words)
     return None
 
 
+MAX_COMPLEMENT_WORDS = 20000
+
+
+def complement_of_words(words: list[str]) -> rx.Node:
+    """All strings except the given ones, built from their trie (linear size, no automata).
+
+    A string is outside the set when it leaves the trie (a prefix that is a trie path, then a
+    character no word continues with, then anything) or stops on a trie node that does not end
+    a word.
+    """
+    trie: dict[str, Any] = {}
+    for w in words:
+        t = trie
+        for ch in w:
+            t = t.setdefault(ch, {})
+        t[""] = True
+
+    def leave(t: dict[str, Any]) -> rx.Node:
+        kids = [k for k in t if k]
+        exit_set = cs.complement(cs.of_chars("".join(kids)))
+        parts = [rx.cset(exit_set)]
+        for k in kids:
+            parts.append(rx.cat(rx.lit(k), leave(t[k])))
+        return rx.alt(*parts)
+
+    def stop(t: dict[str, Any]) -> rx.Node:
+        parts = [] if "" in t else [rx.EPS]
+        for k, sub in t.items():
+            if k:
+                parts.append(rx.cat(rx.lit(k), stop(sub)))
+        return rx.alt(*parts)
+
+    return rx.alt(rx.cat(leave(trie), rx.rep(rx.ANYCHAR, 0, None)), stop(trie))
+
+
+@lru_cache(maxsize=2048)
 def realize(f: Formula, max_regex_size: int = 3000) -> Realized:
     """A regex AST for the language, else a minimized DFA (raises AutomatonTooLarge)."""
     simple = _simple_regex(f)

@@ -212,6 +212,7 @@ def _quant(lo: int, hi: int | None) -> str:
     return f"{{{lo},{hi}}}"
 
 
+@lru_cache(maxsize=65536)
 def to_rust(node: rx.Node) -> str:
     """Print an AST as a regex (Rust ``regex`` syntax, also valid for Python ``re``)."""
     t = node[0]
