@@ -1,0 +1,312 @@
+"""Unit tests of the translator's building blocks, checked against ground truth in Python.
+
+The regexes the translator prints use syntax shared by Rust's ``regex`` crate and Python's
+``re``, so most checks run without the engine: the printed regex must accept exactly the JSON
+spellings of the values that satisfy the constraint (numbers), or exactly the encodings of the
+strings in the language (string formulas).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+
+from structout.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
+from structout.schema import _automata as am
+from structout.schema import _numbers as nm
+from structout.schema import _strlang as sl
+from structout.schema import _textre as tr
+from structout.schema import canonical_schema_key, to_kbnf, translate
+
+PLAIN_OR_EXP = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+def _spellings(v: float) -> set[str]:
+    out = {json.dumps(v)}
+    if isinstance(v, int):
+        out |= {f"{v}.0", f"{v}.00", json.dumps(float(v)) if abs(v) < 1e15 else str(v)}
+    else:
+        out |= {repr(v), f"{v:.6f}", f"{v:.3e}", f"{v:.10g}", f"{v:E}"}
+    return {s for s in out if PLAIN_OR_EXP.fullmatch(s)}
+
+
+def _matcher(f: nm.NumFormula):  # type: ignore[no-untyped-def]
+    real = nm.realize(f)
+    if isinstance(real, am.DFA):
+        return real.matches
+    pat = re.compile(tr.to_rust(real))
+    return lambda s: pat.fullmatch(s) is not None
+
+
+NUMBER_CASES = [
+    nm.n_iv(Fraction(0), True, None, False),
+    nm.n_iv(Fraction(0), False, None, False),
+    nm.n_iv(Fraction(1), True, Fraction(100), True),
+    nm.n_iv(Fraction("-1.5"), False, Fraction("2.25"), True),
+    nm.n_iv(None, False, Fraction(3), False),
+    nm.n_iv(Fraction("0.001"), True, Fraction("0.0015"), True),
+    nm.n_iv(Fraction("1e-6"), False, Fraction("1e20"), False),
+    nm.n_and(("int",), nm.n_iv(Fraction(1), True, Fraction(65535), True)),
+    nm.n_and(("int",), nm.n_iv(Fraction(-10), False, None, False)),
+    ("int",),
+    ("mult", Fraction("0.01")),
+    ("mult", Fraction(7)),
+    nm.n_and(("mult", Fraction("1.5")), nm.n_iv(Fraction(0), True, Fraction(100), True)),
+    nm.n_not(("int",)),
+    nm.n_not(nm.n_iv(Fraction(1), True, Fraction(5), False)),
+    nm.n_and(("int",), nm.n_not(("mult", Fraction(3)))),
+]
+
+
+@pytest.mark.parametrize("formula", NUMBER_CASES, ids=[str(i) for i in range(len(NUMBER_CASES))])
+def test_number_languages_are_exact(formula: nm.NumFormula) -> None:
+    rnd = random.Random(7)
+    match = _matcher(formula)
+    pool: list[float | int] = [
+        0,
+        1,
+        -1,
+        2,
+        3,
+        5,
+        7,
+        10,
+        14,
+        21,
+        100,
+        101,
+        1000,
+        -1000,
+        65535,
+        65536,
+        0.5,
+        1.5,
+        -0.5,
+        2.25,
+        2.2500001,
+        1e-05,
+        3e-7,
+        1e16,
+        1.5e20,
+        -2.5e-8,
+        0.1,
+        0.25,
+        9.99,
+        10.01,
+        99.5,
+        0.001,
+        0.0015,
+        0.00150001,
+        12345678901234567890,
+    ]
+    pool += [rnd.randint(-300, 300) for _ in range(300)]
+    pool += [round(rnd.uniform(-300, 300), rnd.randint(0, 4)) for _ in range(300)]
+    exp_ok = "int" not in str(formula) and "mult" not in str(formula)
+    for v in pool:
+        for s in _spellings(v):
+            truth = nm.n_matches(formula, Fraction(Decimal(s)))
+            got = match(s)
+            assert not (got and not truth), f"accepts {s} outside {formula}"
+            if truth and ("e" not in s.lower() or exp_ok):
+                assert got, f"refuses {s} inside {formula}"
+
+
+def _encodings(s: str) -> set[str]:
+    return {json.dumps(s), json.dumps(s, ensure_ascii=False)}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "samples"),
+    [
+        ("^[a-z]+$", ["abc", "", "aB", "z"]),
+        ("a+", ["xxaayy", "b", "a", "ba"]),
+        ("^\\d{3}-\\d{4}$", ["123-4567", "12-4567", "١٢٣-4567"]),
+        ("^(foo|bar)$", ["foo", "bar", "foobar", "fo"]),
+        ("\\p{Letter}cole", ["l'école", "l'ecole", "L'ÉCOLE", "1cole"]),
+        ("^\\S$", [" ", "a", "é", "\u00a0", "\n"]),
+        ("^.$", ["\n", "\r", "a", "😀", "\u2028"]),
+        ("^(?!^[-+.]*$)[+-]?0*\\d*\\.?\\d*$", ["1.5", "+.", "", "-", "007", ".5", "a"]),
+        ("^\\cC$", ["\x03", "cC"]),
+        ("[^\\]x]", ["]", "x", "y", "]y"]),
+    ],
+)
+def test_patterns_follow_ecma_semantics(pattern: str, samples: list[str]) -> None:
+    f = sl.pattern_formula(pattern)
+    real = sl.realize(f)
+    assert not isinstance(real, am.DFA)
+    text = re.compile(tr.to_rust(tr.json_string_regex(real)))
+    py = re.compile(pattern.replace("\\p{Letter}", "[^\\W\\d_]").replace("\\cC", "\\x03"))
+    for s in samples:
+        truth = py.search(s) is not None
+        if pattern.startswith("^.$"):
+            truth = len(s) == 1 and s not in "\n\r\u2028\u2029"
+        if pattern == "^\\S$":
+            truth = len(s) == 1 and not s.isspace()
+        if pattern.startswith("^(?!"):
+            truth = re.fullmatch(r"[+-]?0*\d*\.?\d*", s) is not None and not re.fullmatch(
+                r"[-+.]*", s
+            )
+        if pattern == "^\\d{3}-\\d{4}$":
+            truth = re.fullmatch(r"[0-9]{3}-[0-9]{4}", s) is not None
+        assert sl.matches(f, s) == truth, (pattern, s)
+        for enc in _encodings(s):
+            accepted = text.fullmatch(enc) is not None
+            assert not (accepted and not truth), (pattern, enc)
+        # raw UTF-8 spellings are always accepted
+        assert (text.fullmatch(json.dumps(s, ensure_ascii=False)) is not None) == truth, (
+            pattern,
+            s,
+        )
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(a)\\1", "a(?=b)", "(?<=a)b", "\\bword\\b", "a$b"],
+)
+def test_inexpressible_patterns_are_reported(pattern: str) -> None:
+    with pytest.raises(UnsupportedSchemaError) as info:
+        to_kbnf({"type": "string", "pattern": pattern})
+    assert info.value.keyword == "pattern"
+
+
+def test_invalid_pattern_is_a_schema_error() -> None:
+    with pytest.raises(SchemaError):
+        to_kbnf({"type": "string", "pattern": "(unclosed"})
+
+
+def test_length_counts_code_points_and_escapes() -> None:
+    f = sl.f_len(2, 3)
+    pat = re.compile(tr.to_rust(tr.json_string_regex(sl.realize(f))))  # type: ignore[arg-type]
+    assert pat.fullmatch('"ab"')
+    assert pat.fullmatch('"\\n\\u00e9x"')  # escapes count as one code point each
+    assert pat.fullmatch('"\\ud83d\\ude00a"')  # a surrogate pair is one code point
+    assert pat.fullmatch('"😀😀😀"')
+    assert not pat.fullmatch('"a"')
+    assert not pat.fullmatch('"abcd"')
+    assert not pat.fullmatch('"\\ud83d"')  # lone surrogate escapes are refused
+
+
+def test_complement_of_words_is_exact() -> None:
+    words = ["name", "nam", "age", "", "a\u00e9"]
+    f = sl.f_not(sl.f_lit(*words))
+    pat = re.compile(tr.to_rust(tr.json_string_regex(sl.realize(f))))  # type: ignore[arg-type]
+    rnd = random.Random(3)
+    probes = words + ["na", "ages", "x", "n", "namex", "ag", "a", "a\u00e9\u00e9", "A"]
+    probes += [
+        "".join(rnd.choice("name\u00e9") for _ in range(rnd.randint(0, 5))) for _ in range(200)
+    ]
+    for s in probes:
+        for enc in _encodings(s):
+            assert (pat.fullmatch(enc) is not None) == (s not in words), repr(enc)
+
+
+def test_automaton_combination_agrees_with_matching() -> None:
+    f = sl.f_and(sl.pattern_formula("^[a-c]+$"), sl.f_not(sl.pattern_formula("ab")), sl.f_len(2, 5))
+    dfa = sl.to_dfa(f)
+    rnd = random.Random(5)
+    for _ in range(500):
+        s = "".join(rnd.choice("abcd") for _ in range(rnd.randint(0, 7)))
+        want = re.fullmatch("[a-c]+", s) is not None and "ab" not in s and 2 <= len(s) <= 5
+        assert dfa.matches(s) == want == sl.matches(f, s), s
+    assert not sl.is_empty(f)
+    assert sl.is_empty(sl.f_and(sl.pattern_formula("^a+$"), sl.pattern_formula("^b")))
+
+
+def test_hex_ranges() -> None:
+    node = tr.hex_range(0x00E9, 0x0FFF)
+    pat = re.compile(tr.to_rust(node))
+    for v in range(0, 0x2000, 7):
+        for text in (f"{v:04x}", f"{v:04X}"):
+            assert (pat.fullmatch(text) is not None) == (0xE9 <= v <= 0xFFF), text
+
+
+def test_literals_in_kbnf_are_escaped() -> None:
+    text = to_kbnf({"const": {"it's": "a\\b\n\u00e9"}})
+    assert "'\"it\\'s\"'" in text
+
+
+def test_layout_options_validate() -> None:
+    with pytest.raises(ValueError):
+        to_kbnf(True, whitespace="loose")
+    with pytest.raises(ValueError):
+        to_kbnf(True, indent=-1)
+    flexible = to_kbnf({"type": "array"}, whitespace="flexible", max_whitespace=5)
+    assert "{1,5}" in flexible
+
+
+def test_schema_errors_have_pointers() -> None:
+    with pytest.raises(SchemaError) as info:
+        to_kbnf({"properties": {"a": {"$ref": "#/definitions/missing"}}})
+    assert "/definitions/missing" in str(info.value)
+    with pytest.raises(SchemaError) as info2:
+        to_kbnf({"properties": {"a": {"minLength": -1}}})
+    assert info2.value.pointer.startswith("/properties/a")
+    with pytest.raises(SchemaError):
+        to_kbnf({"type": "strin"})
+
+
+def test_limits_are_enforced() -> None:
+    nested: dict = {"type": "string"}
+    for _ in range(60):
+        nested = {"type": "array", "items": nested}
+    with pytest.raises(LimitExceededError):
+        to_kbnf(nested, max_schema_depth=30)
+    with pytest.raises(LimitExceededError):
+        to_kbnf({"properties": {f"p{i}": {"type": "string"} for i in range(50)}}, max_subschemas=20)
+
+
+def test_lenient_mode_warns_and_approximates() -> None:
+    schema = {"type": "array", "items": {"type": "object"}, "uniqueItems": True}
+    with pytest.raises(UnsupportedSchemaError) as info:
+        to_kbnf(schema)
+    assert info.value.keyword == "uniqueItems"
+    from structout.schema import SchemaApproximationWarning
+
+    with pytest.warns(SchemaApproximationWarning):
+        to_kbnf({"type": "string", "pattern": "(a)\\1"}, lenient=True)
+
+
+def test_annotations_are_ignored() -> None:
+    plain = to_kbnf({"type": "integer"})
+    annotated = to_kbnf(
+        {
+            "type": "integer",
+            "title": "t",
+            "description": "d",
+            "examples": [1],
+            "default": 3,
+            "$comment": "c",
+            "deprecated": True,
+            "x-custom": {"pattern": "(a)\\1"},
+        }
+    )
+    assert plain == annotated
+
+
+def test_canonical_schema_key_is_stable_and_sensitive() -> None:
+    a = canonical_schema_key({"type": "object", "properties": {"a": {"type": "integer"}}})
+    b = canonical_schema_key({"properties": {"a": {"type": "integer"}}, "type": "object"})
+    c = canonical_schema_key({"type": "object", "properties": {"a": {"type": "integer"}}}, indent=2)
+    d = canonical_schema_key({"type": "object", "properties": {"a": {"type": "number"}}})
+    assert a == b
+    assert len({a, c, d}) == 3
+    assert canonical_schema_key({"type": "integer"}, whitespace="compact") == canonical_schema_key(
+        {"type": "integer"}
+    )
+
+
+def test_serializer_orders_keys_like_the_grammar() -> None:
+    t = translate(
+        {
+            "type": "object",
+            "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}},
+            "required": ["a"],
+        }
+    )
+    assert t.dumps({"a": 1, "zz": None, "b": 2}) == '{"b": 2, "a": 1, "zz": null}'
+    assert translate(True, indent=2).dumps({"x": [1]}) == '{\n  "x": [\n    1\n  ]\n}'
