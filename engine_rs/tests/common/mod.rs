@@ -1383,6 +1383,9 @@ pub struct Sampler<'a> {
     pub short: Vec<Option<Vec<u8>>>,
     pub max_depth: usize,
     pub budget: usize,
+    /// Work counter: sampling gives up after `max_steps` expression visits.
+    steps: std::cell::Cell<usize>,
+    pub max_steps: usize,
 }
 
 impl<'a> Sampler<'a> {
@@ -1392,18 +1395,22 @@ impl<'a> Sampler<'a> {
             short: shortest_sentences(g),
             max_depth: 6,
             budget: 24,
+            steps: std::cell::Cell::new(0),
+            max_steps: 3000,
         }
     }
 
     /// A random sentence of the start symbol (None when sampling failed).
     pub fn sentence(&self, rng: &mut SmallRng) -> Option<Vec<u8>> {
         let mut out = Vec::new();
+        self.steps.set(0);
         self.nonterminal(self.g.start, 0, rng, &mut out)
             .then_some(out)
     }
 
     fn nonterminal(&self, n: usize, depth: usize, rng: &mut SmallRng, out: &mut Vec<u8>) -> bool {
-        if depth > self.max_depth || out.len() > self.budget {
+        self.steps.set(self.steps.get() + 1);
+        if depth > self.max_depth || out.len() > self.budget || self.steps.get() > self.max_steps {
             return match &self.short[n] {
                 Some(s) => {
                     out.extend_from_slice(s);
