@@ -91,6 +91,9 @@ def apply_token_bitmask_(logits: Any, bitmask: Any) -> Any:
     """
     if isinstance(logits, np.ndarray):
         bm = np.asarray(bitmask, dtype=np.int32)
+        rows = logits.shape[0] if logits.ndim == 2 else 1
+        if bm.ndim == 2 and bm.shape[0] not in (1, rows) and bm.shape[0] < rows:
+            raise ValueError(f"bitmask has {bm.shape[0]} rows but logits have {rows}")
         two_d = logits.ndim == 2
         lg = logits if two_d else logits[None, :]
         bm2 = bm if bm.ndim == 2 else bm[None, :]
@@ -99,6 +102,10 @@ def apply_token_bitmask_(logits: Any, bitmask: Any) -> Any:
         allowed[..., :width] = _unpack_bits(np.ascontiguousarray(bm2), width)[: lg.shape[0]]
         lg[~allowed] = -np.inf
         return logits
+    if not (hasattr(logits, "device") and hasattr(logits, "masked_fill_")):
+        raise TypeError(
+            f"logits must be a numpy array or a torch tensor, not {type(logits).__name__}"
+        )
     import torch  # optional dependency, imported lazily
 
     bm_t = bitmask if isinstance(bitmask, torch.Tensor) else torch.from_numpy(np.asarray(bitmask))

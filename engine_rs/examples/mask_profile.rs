@@ -41,6 +41,34 @@ fn main() {
     let t0 = Instant::now();
     let cg = Arc::new(CompiledGrammar::new(g, vocab.clone()));
     eprintln!("compile+index {:?} {:?}", t0.elapsed(), cg.index_stats());
+    let mut mask0 = vec![0u32; cg.mask_words()];
+    for prefix in [
+        "",
+        "{",
+        "{\"a\"",
+        "{\"a\":",
+        "{\"a\": ",
+        "{\"a\": 1",
+        "{\"a\": 12",
+        "{\"a\": 1, ",
+        "{\"a\": \"xy",
+        "{\"a\": [",
+        "{\"a\": [1, 2",
+        "{\"a\": tr",
+        "{\"a\": {\"b\": null",
+    ] {
+        let mut m = cg.matcher();
+        assert!(m.accept_bytes(prefix.as_bytes()).unwrap());
+        let t0 = Instant::now();
+        for _ in 0..200 {
+            m.fill_next_token_bitmask(&mut mask0).unwrap();
+        }
+        let pop: u32 = mask0.iter().map(|w| w.count_ones()).sum();
+        eprintln!(
+            "{:>8.1}us {pop:>6} allowed after {prefix:?}",
+            t0.elapsed().as_nanos() as f64 / 200.0 / 1000.0
+        );
+    }
     let max_docs: usize = args.get(3).map_or(200, |s| s.parse().unwrap());
     let mut docs = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(&args[2])
@@ -66,6 +94,7 @@ fn main() {
     docs.truncate(max_docs);
     let trie = vocab.trie();
     let mut times = Vec::new();
+    let mut cat: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
     let mut slow: Vec<(u64, String)> = Vec::new();
     let mut mask = vec![0u32; cg.mask_words()];
     for d in &docs {
@@ -93,6 +122,8 @@ fn main() {
             let t0 = Instant::now();
             m.fill_next_token_bitmask(&mut mask).unwrap();
             let ns = t0.elapsed().as_nanos() as u64;
+            let pop: u32 = mask.iter().map(|w| w.count_ones()).sum();
+            cat[(pop > 100_000) as usize].push(ns);
             times.push(ns);
             slow.push((ns, format!("{:?}", &d[i.saturating_sub(40)..i])));
             assert!(
@@ -106,6 +137,17 @@ fn main() {
     slow.sort_by(|a, b| b.0.cmp(&a.0));
     for (ns, ctx) in slow.iter().take(8) {
         eprintln!("{:>8.1}us after ...{ctx}", *ns as f64 / 1000.0);
+    }
+    for (name, c) in ["small", "large"].iter().zip(cat.iter_mut()) {
+        c.sort();
+        if !c.is_empty() {
+            eprintln!(
+                "{name}: {} masks p50 {:.1}us mean {:.1}us",
+                c.len(),
+                c[c.len() / 2] as f64 / 1000.0,
+                c.iter().sum::<u64>() as f64 / c.len() as f64 / 1000.0
+            );
+        }
     }
     times.sort();
     let n = times.len();

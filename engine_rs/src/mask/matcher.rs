@@ -101,6 +101,9 @@ impl Matcher {
 
     /// Undoes the last `n` accepted steps (all of them if `n` is larger).
     pub fn rollback(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
         let keep = self.token_ends.len().saturating_sub(n);
         self.token_ends.truncate(keep);
         let len = self.token_ends.last().copied().unwrap_or(0) as usize;
@@ -242,14 +245,20 @@ fn walk_subtree(
     let mut lexemes: Vec<Lexeme<'_>> = Vec::with_capacity(k);
     let mut states: Vec<u32> = Vec::with_capacity(k * 8);
     for it in &base_items {
+        // Lexer states use 0 (`DEAD`) for "dead", so literal offsets are stored plus one.
         match it.sym {
-            LSym::Lit(l) => lexemes.push(Lexeme::Lit(lnf.literal(l))),
-            LSym::Regex(d) => lexemes.push(Lexeme::Dfa(&lnf.dfas[d as usize])),
+            LSym::Lit(l) => {
+                lexemes.push(Lexeme::Lit(lnf.literal(l)));
+                states.push(it.state + 1);
+            }
+            LSym::Regex(d) => {
+                lexemes.push(Lexeme::Dfa(&lnf.dfas[d as usize]));
+                states.push(it.state);
+            }
             // `except!` carries a length bound tied to positions; more than 64 lexemes do not fit
             // the end mask: use the recognizer.
             _ => return walk_recognizer(rec, trie, start, first, out),
         }
-        states.push(it.state);
     }
     if k > 64 {
         return walk_recognizer(rec, trie, start, first, out);
@@ -258,12 +267,11 @@ fn walk_subtree(
     let base_depth = nodes[start].depth();
     let end = nodes[start].subtree_end();
     let base_len = rec.len();
-    let max_rel = trie.max_depth().saturating_sub(base_depth) + 2;
-    // `states[r * k..(r + 1) * k]`: lexeme states after the first `r` bytes below `start`.
-    states.resize(k * max_rel, DEAD);
-    let mut follow: Vec<ByteSet> = vec![ByteSet::EMPTY; max_rel];
+    // `states[r * k..(r + 1) * k]`: lexeme states after the first `r` bytes below `start`;
+    // `follow[r]`, `path[r - 1]`: likewise per depth. All grow with the depth actually reached.
+    let mut follow: Vec<ByteSet> = vec![ByteSet::EMPTY];
     let mut follow_cache: Vec<(u64, ByteSet)> = Vec::new();
-    let mut path: Vec<u8> = vec![0; max_rel];
+    let mut path: Vec<u8> = Vec::new();
     // The recognizer holds the first `fed` bytes of the current path.
     let mut fed = 0usize;
     let mut skip: Vec<ScanItem> = Vec::with_capacity(k);
@@ -275,6 +283,11 @@ fn walk_subtree(
         if r == 1 && first.is_some_and(|f| !f.contains(byte)) {
             i = n.subtree_end();
             continue;
+        }
+        if path.len() < r {
+            path.resize(r, 0);
+            follow.resize(r + 1, ByteSet::EMPTY);
+            states.resize((r + 1) * k, DEAD);
         }
         path[r - 1] = byte;
         // The recognizer's bytes beyond the parent are from another branch now.
@@ -313,9 +326,10 @@ fn walk_subtree(
             } else {
                 match lexemes[j] {
                     Lexeme::Lit(lit) => {
-                        if lit[s as usize] != byte {
+                        // `s - 1` is the offset into the literal.
+                        if lit[s as usize - 1] != byte {
                             DEAD
-                        } else if s as usize + 1 == lit.len() {
+                        } else if s as usize == lit.len() {
                             ends |= 1 << j;
                             DEAD
                         } else {
@@ -352,12 +366,14 @@ fn walk_subtree(
                     }
                     fed = r;
                     skip.clear();
-                    let cur = rec.len() as u32;
-                    let _ = cur;
                     for j in 0..k {
                         if next[j] != DEAD {
+                            let state = match lexemes[j] {
+                                Lexeme::Lit(_) => next[j] - 1,
+                                Lexeme::Dfa(_) => next[j],
+                            };
                             skip.push(ScanItem {
-                                state: next[j],
+                                state,
                                 ..base_items[j]
                             });
                         }
@@ -507,6 +523,14 @@ mod tests {
         check(
             r#"start ::= "\"" #"[a-z ]{0,5}" "\"" | "<" except!(">>", 12) ">>";"#,
             &[b"\"ab c\"", b"<a>b>\xc3\xa9 >>"],
+        );
+    }
+
+    #[test]
+    fn bare_literal_masks_equal_brute_force() {
+        check(
+            "start ::= 'a' start | 'bt' | 'b' 'e'*;",
+            &[b"aabt", b"abee", b"b"],
         );
     }
 

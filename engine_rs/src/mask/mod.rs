@@ -78,7 +78,7 @@ impl CompiledGrammar {
                 .map(|b| b.trie.num_tokens())
                 .collect(),
             self.index.rest.num_tokens(),
-            self.index.rest.len(),
+            self.index.suffixes.len(),
         )
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use numpy::{PyReadwriteArray2, PyUntypedArrayMethods};
+use numpy::{PyArray2, PyArrayMethods, PyReadwriteArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -57,6 +57,31 @@ impl PyCompiledGrammar {
     }
 }
 
+/// Borrows a bitmask argument for writing: a writeable, C-contiguous numpy int32 2-D array.
+fn writable_bitmask<'py>(obj: &Bound<'py, PyAny>) -> PyResult<PyReadwriteArray2<'py, i32>> {
+    let arr = obj.downcast::<PyArray2<i32>>().map_err(|_| {
+        let desc = match (obj.getattr("dtype"), obj.getattr("shape")) {
+            (Ok(d), Ok(s)) => format!("dtype={d} shape={s}"),
+            _ => format!("type {}", obj.get_type()),
+        };
+        PyValueError::new_err(format!(
+            "the bitmask must be a numpy int32 array of shape [batch, words], got {desc}; hint: \
+             allocate it with structout.allocate_token_bitmask(batch, vocab.size)"
+        ))
+    })?;
+    if !arr.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "the bitmask must be C-contiguous; hint: use numpy.ascontiguousarray or \
+             structout.allocate_token_bitmask",
+        ));
+    }
+    arr.try_readwrite().map_err(|e| {
+        PyValueError::new_err(format!(
+            "the bitmask cannot be written ({e}); pass a writeable array not in use elsewhere"
+        ))
+    })
+}
+
 /// Borrows row `row` of a C-contiguous int32 bitmask array as u32 words.
 fn row_slice<'a>(
     bm: &'a mut PyReadwriteArray2<'_, i32>,
@@ -104,9 +129,10 @@ impl PyMatcher {
     fn fill_next_token_bitmask(
         &mut self,
         py: Python<'_>,
-        mut bitmask: PyReadwriteArray2<'_, i32>,
+        bitmask: &Bound<'_, PyAny>,
         row: usize,
     ) -> PyResult<()> {
+        let mut bitmask = writable_bitmask(bitmask)?;
         let words = self.inner.compiled().mask_words();
         let out = row_slice(&mut bitmask, row, words)?;
         let m = &mut self.inner;
@@ -195,10 +221,11 @@ impl PyMatcher {
 fn fill_next_token_bitmasks(
     py: Python<'_>,
     matchers: Vec<Bound<'_, PyMatcher>>,
-    mut bitmask: PyReadwriteArray2<'_, i32>,
+    bitmask: &Bound<'_, PyAny>,
     rows: Option<Vec<usize>>,
     num_threads: Option<usize>,
 ) -> PyResult<()> {
+    let mut bitmask = writable_bitmask(bitmask)?;
     let rows = rows.unwrap_or_else(|| (0..matchers.len()).collect());
     if rows.len() != matchers.len() {
         return Err(PyValueError::new_err(format!(
