@@ -388,6 +388,7 @@ class _KVSession:
         self.attn: torch.Tensor | None = None
         self.next_pos = [0] * batch_size
         self.forward_passes = 0
+        params: Any
         try:
             params = inspect.signature(hf_model.forward).parameters
         except (TypeError, ValueError):
@@ -542,7 +543,7 @@ class _Decoder:
         ]
         self.pad = pad_token_id
         self.stats = RunStats()
-        self.api = _engine_api() if any(r.matcher is not None for r in self.rows) else None
+        self.api: Any = _engine_api() if any(r.matcher is not None for r in self.rows) else None
         self._bitmask: Any = None
         self._scratch: Any = None
 

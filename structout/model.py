@@ -624,8 +624,7 @@ def _load_gguf_cached(gguf: Path, dtype: Any, kwargs: dict[str, Any]) -> tuple[A
     target = converted_checkpoint_dir(gguf)
     if (target / _COMPLETE_MARKER).is_file():
         tok = AutoTokenizer.from_pretrained(str(target))
-        model = AutoModelForCausalLM.from_pretrained(str(target), dtype=dtype, **kwargs)
-        return model, tok
+        return AutoModelForCausalLM.from_pretrained(str(target), dtype=dtype, **kwargs), tok
     print(
         f"structout: converting {gguf.name} to a cached checkpoint in {target} "
         "(about 30 s, only the first time)...",
@@ -635,7 +634,7 @@ def _load_gguf_cached(gguf: Path, dtype: Any, kwargs: dict[str, Any]) -> tuple[A
     torch = _import_torch()
     t0 = time.perf_counter()
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(
+    model: Any = AutoModelForCausalLM.from_pretrained(
         str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, **kwargs
     )
     # A GGUF-loaded model is flagged as quantized; its weights are already de-quantized, and
@@ -643,11 +642,6 @@ def _load_gguf_cached(gguf: Path, dtype: Any, kwargs: dict[str, Any]) -> tuple[A
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    if hasattr(model, "is_quantized"):
-        try:
-            model.is_quantized = False
-        except AttributeError:
-            pass
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:

@@ -63,7 +63,8 @@ class Address(BaseModel):
 class Person(BaseModel):
     name: Short = Field(description="given name")
     age: int = Field(ge=0, le=120)
-    height_m: float = Field(ge=0.5, le=2.5, multiple_of=0.01)
+    # 0.25: exact in binary (jsonschema checks multipleOf with float division)
+    height_m: float = Field(ge=0.5, le=2.5, multiple_of=0.25)
     role: Literal["dev", "ops", "pm"]
     color: Color
     nickname: Optional[Short] = None  # noqa: UP045 - evaluated at runtime on py3.9
