@@ -1519,3 +1519,286 @@ impl<'a> Sampler<'a> {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A tiny KBNF-subset parser for hand-written test grammars (literals with `\\ \' \" \n` escapes,
+// names, `|`, juxtaposition, `( )`, `[ ]`, `{ }`, `? * +`, `{m}` `{m,}` `{m,n}`). The start symbol
+// is `start`.
+// ---------------------------------------------------------------------------------------------
+
+pub fn parse_gram(text: &str) -> Gram {
+    struct P<'a> {
+        s: &'a [u8],
+        i: usize,
+        names: Vec<String>,
+    }
+    impl P<'_> {
+        fn ws(&mut self) {
+            while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+                self.i += 1;
+            }
+        }
+        fn peek(&mut self) -> Option<u8> {
+            self.ws();
+            self.s.get(self.i).copied()
+        }
+        fn eat(&mut self, c: u8) -> bool {
+            if self.peek() == Some(c) {
+                self.i += 1;
+                true
+            } else {
+                false
+            }
+        }
+        fn name_id(&mut self, n: &str) -> usize {
+            match self.names.iter().position(|x| x == n) {
+                Some(k) => k,
+                None => {
+                    self.names.push(n.to_string());
+                    self.names.len() - 1
+                }
+            }
+        }
+        fn ident(&mut self) -> String {
+            self.ws();
+            let st = self.i;
+            while self.i < self.s.len()
+                && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_')
+            {
+                self.i += 1;
+            }
+            assert!(self.i > st, "test grammar: name expected at {}", self.i);
+            String::from_utf8(self.s[st..self.i].to_vec()).unwrap()
+        }
+        fn alt(&mut self) -> Expr {
+            let mut xs = vec![self.seq()];
+            while self.eat(b'|') {
+                xs.push(self.seq());
+            }
+            if xs.len() == 1 {
+                xs.pop().unwrap()
+            } else {
+                Expr::Alt(xs)
+            }
+        }
+        fn seq(&mut self) -> Expr {
+            let mut xs = Vec::new();
+            loop {
+                self.eat(b',');
+                match self.peek() {
+                    Some(b'\'' | b'"' | b'(' | b'[' | b'{') => xs.push(self.postfix()),
+                    Some(c) if c.is_ascii_alphabetic() || c == b'_' => xs.push(self.postfix()),
+                    _ => break,
+                }
+            }
+            assert!(
+                !xs.is_empty(),
+                "test grammar: empty alternative at {}",
+                self.i
+            );
+            if xs.len() == 1 {
+                xs.pop().unwrap()
+            } else {
+                Expr::Seq(xs)
+            }
+        }
+        fn counted(&mut self) -> Option<(u32, Option<u32>)> {
+            let save = self.i;
+            if !self.eat(b'{') {
+                return None;
+            }
+            let num = |p: &mut Self| -> Option<u32> {
+                p.ws();
+                let st = p.i;
+                while p.i < p.s.len() && p.s[p.i].is_ascii_digit() {
+                    p.i += 1;
+                }
+                std::str::from_utf8(&p.s[st..p.i]).unwrap().parse().ok()
+            };
+            let Some(m) = num(self) else {
+                self.i = save;
+                return None;
+            };
+            if self.eat(b'}') {
+                return Some((m, Some(m)));
+            }
+            assert!(self.eat(b','), "test grammar: bad counted repetition");
+            if self.eat(b'}') {
+                return Some((m, None));
+            }
+            let n = num(self).expect("test grammar: bad counted repetition");
+            assert!(self.eat(b'}'), "test grammar: bad counted repetition");
+            Some((m, Some(n)))
+        }
+        fn postfix(&mut self) -> Expr {
+            let mut e = self.primary();
+            loop {
+                if self.eat(b'?') {
+                    e = Expr::Opt(Box::new(e));
+                } else if self.eat(b'*') {
+                    e = Expr::Star(Box::new(e));
+                } else if self.eat(b'+') {
+                    e = Expr::Plus(Box::new(e));
+                } else if let Some((m, n)) = self.counted() {
+                    e = Expr::Rep(Box::new(e), m, n);
+                } else {
+                    return e;
+                }
+            }
+        }
+        fn primary(&mut self) -> Expr {
+            match self.peek() {
+                Some(q @ (b'\'' | b'"')) => {
+                    self.i += 1;
+                    let mut v = Vec::new();
+                    loop {
+                        let c = self.s[self.i];
+                        self.i += 1;
+                        if c == q {
+                            break;
+                        }
+                        if c == b'\\' {
+                            let e = self.s[self.i];
+                            self.i += 1;
+                            v.push(if e == b'n' { b'\n' } else { e });
+                        } else {
+                            v.push(c);
+                        }
+                    }
+                    Expr::Lit(v)
+                }
+                Some(b'(') => {
+                    self.i += 1;
+                    let e = self.alt();
+                    assert!(self.eat(b')'), "test grammar: `)` expected");
+                    Expr::Group(Box::new(e))
+                }
+                Some(b'[') => {
+                    self.i += 1;
+                    let e = self.alt();
+                    assert!(self.eat(b']'), "test grammar: `]` expected");
+                    Expr::Bracket(Box::new(e))
+                }
+                Some(b'{') => {
+                    self.i += 1;
+                    let e = self.alt();
+                    assert!(self.eat(b'}'), "test grammar: `}}` expected");
+                    Expr::Brace(Box::new(e))
+                }
+                _ => {
+                    let n = self.ident();
+                    Expr::Ref(self.name_id(&n))
+                }
+            }
+        }
+    }
+    let mut p = P {
+        s: text.as_bytes(),
+        i: 0,
+        names: vec!["start".to_string()],
+    };
+    let mut rules = Vec::new();
+    while p.peek().is_some() {
+        let lhs = p.ident();
+        let lhs = p.name_id(&lhs);
+        p.ws();
+        assert!(
+            p.s[p.i..].starts_with(b"::="),
+            "test grammar: `::=` expected at {}",
+            p.i
+        );
+        p.i += 3;
+        let rhs = p.alt();
+        assert!(p.eat(b';'), "test grammar: `;` expected at {}", p.i);
+        rules.push((lhs, rhs));
+    }
+    Gram {
+        names: p.names,
+        rules,
+        start: 0,
+        style: Style::default(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exhaustive comparison of engine and reference over all short strings.
+// ---------------------------------------------------------------------------------------------
+
+/// Compares the engine with the reference on every string over `alphabet` of length at most
+/// `depth` whose proper prefixes are viable: at each such prefix `is_complete()` and
+/// `allowed_bytes()` must agree, and `feed_byte` must return the reference viability. Walks the
+/// strings depth-first with `rollback_to`. Returns the number of prefixes compared.
+pub fn exhaustive_compare(
+    g: &Arc<Grammar>,
+    gram: &Gram,
+    alphabet: &[u8],
+    depth: usize,
+) -> Result<usize, String> {
+    let mut reference = Reference::new(gram);
+    let classes = reference.byte_classes();
+    let mut r = Recognizer::new(g.clone());
+    let mut prefix = Vec::new();
+    let mut count = 0;
+    walk(
+        &mut r,
+        &mut reference,
+        &classes,
+        alphabet,
+        depth,
+        &mut prefix,
+        &mut count,
+    )
+    .map_err(|e| format!("grammar:\n{}{e}", gram.render()))?;
+    Ok(count)
+}
+
+fn walk(
+    r: &mut Recognizer,
+    reference: &mut Reference,
+    classes: &[u8; 256],
+    alphabet: &[u8],
+    depth: usize,
+    prefix: &mut Vec<u8>,
+    count: &mut usize,
+) -> Result<(), String> {
+    *count += 1;
+    let exp_c = reference.complete(prefix);
+    if exp_c != r.is_complete() {
+        return Err(format!(
+            "is_complete() after {}: expected {exp_c}, got {}",
+            esc(prefix),
+            r.is_complete()
+        ));
+    }
+    let exp = reference.allowed(prefix, classes, false);
+    let got = allowed(r);
+    if exp != got {
+        return Err(format!(
+            "allowed_bytes() after {}: expected {}, got {}",
+            esc(prefix),
+            fmt_set(&exp),
+            fmt_set(&got)
+        ));
+    }
+    if prefix.len() == depth {
+        return Ok(());
+    }
+    let len = r.len();
+    for &b in alphabet {
+        prefix.push(b);
+        let exp = reference.viable(prefix);
+        let got = r.feed_byte(b);
+        if exp != got {
+            return Err(format!(
+                "feed_byte after {}: expected {exp}, got {got}",
+                esc(prefix)
+            ));
+        }
+        if got {
+            walk(r, reference, classes, alphabet, depth, prefix, count)?;
+            r.rollback_to(len);
+        }
+        prefix.pop();
+    }
+    Ok(())
+}
