@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import SchemaError, UnsupportedSchemaError
+from ..errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from . import _compile as cp
 from ._emit import Emitter, Layout
 from ._ir import Node, Unsupported
@@ -33,10 +34,15 @@ DEFAULT_MAX_WHITESPACE = 32
 DEFAULT_MAX_NESTING = 32
 DEFAULT_MAX_SCHEMA_DEPTH = 256
 DEFAULT_MAX_SUBSCHEMAS = 100_000
+RECURSION_LIMIT = 12_000
 
 
 class SchemaApproximationWarning(UserWarning):
     """``lenient=True``: a keyword could not be enforced exactly and was approximated."""
+
+
+class SchemaSubsetWarning(UserWarning):
+    """The grammar is exact (never accepts an invalid document) but refuses some valid ones."""
 
 
 def json_schema_of(schema_or_type: Any, *, by_alias: bool = True) -> tuple[Any, bool]:
@@ -196,12 +202,25 @@ def translate(
 
     compiler = cp.Compiler(reg, lenient=lenient, max_depth=max_schema_depth, warn=warn)
 
+    def subset_warn(message: str, keyword: str, pointer: str) -> None:
+        warnings.warn(
+            f"{message} (keyword {keyword!r} at {pointer or '/'})",
+            SchemaSubsetWarning,
+            stacklevel=4,
+        )
+
+    compiler.subset_warn = subset_warn
+
     def on_unsupported(message: str, keyword: str, node: Node | None) -> None:
         pointer = compiler.origin.get(node, "") if node is not None else ""
         if not lenient:
             raise UnsupportedSchemaError(message, keyword, pointer or "/")
         warn(message, keyword, pointer)
 
+    # Regex and schema trees are walked recursively; long property names and deep schemas need
+    # more than the default limit (the work itself is bounded by the limits above).
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
     try:
         root = compiler.compile_root(base)
         emitter = Emitter(compiler.alg, layout, max_nesting, on_unsupported, compiler.is_empty)
@@ -212,7 +231,11 @@ def translate(
     except Unsupported as e:
         raise UnsupportedSchemaError(e.message, e.keyword, "/") from None
     except RecursionError:
-        raise UnsupportedSchemaError("schema nesting too deep to translate", "", "/") from None
+        raise LimitExceededError(
+            "schema or pattern nesting too deep to translate (recursion limit)"
+        ) from None
+    finally:
+        sys.setrecursionlimit(old_limit)
     return SchemaTranslation(text, root, compiler, layout, schema)
 
 

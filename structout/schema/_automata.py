@@ -15,7 +15,7 @@ from . import _charset as cs
 from . import _regex as rx
 
 MAX_NFA_STATES = 60_000
-MAX_DFA_STATES = 6_000
+MAX_DFA_STATES = 30_000
 MAX_ELIMINATION_STATES = 400
 
 

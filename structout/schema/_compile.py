@@ -346,6 +346,7 @@ class Compiler:
         self.cache: dict[tuple[str, bool], Node] = {}
         self.depth = 0
         self.warn = warn
+        self.subset_warn: Any = None
         self.origin: dict[Node, str] = {}
 
     # --- entry points ---
@@ -576,21 +577,99 @@ class Compiler:
                 overlap[i][j] = overlap[j][i] = ov
         if not any(any(r) for r in overlap):
             return alg.or_(*nodes)
-        if n > 12:
-            self.unsupported("oneOf with more than 12 overlapping branches", "oneOf", loc)
-            return alg.or_(*nodes)
-        branches = []
         try:
+            if n > 12:
+                raise LimitExceededError("oneOf with more than 12 overlapping branches")
+            branches = []
             for i in range(n):
                 b = nodes[i]
                 for j in range(n):
                     if j != i and overlap[i][j]:
                         b = alg.and_(b, alg.not_(nodes[j]))
                 branches.append(b)
+            res = alg.or_(*branches)
+            self._force(res)
+            return res
         except Unsupported as e:
             self.unsupported(f"oneOf with overlapping branches: {e.message}", "oneOf", loc)
             return alg.or_(*nodes)
-        return alg.or_(*branches)
+        except LimitExceededError:
+            pass
+        # The exact form (each branch minus all the others) is too large. Fall back to a subset:
+        # each branch minus one simple, sufficient reason for not matching each other branch
+        # (a key the other branch requires is absent). Never accepts invalid documents, but
+        # may refuse some valid ones.
+        try:
+            branches = []
+            for i in range(n):
+                b = nodes[i]
+                for j in range(n):
+                    if j != i and overlap[i][j]:
+                        b = alg.and_(b, self._exclusion(nodes[j], nodes[i]))
+                branches.append(b)
+            res = alg.or_(*branches)
+            self._force(res)
+        except (Unsupported, LimitExceededError) as e:
+            msg = e.message if isinstance(e, Unsupported) else str(e)
+            self.unsupported(f"oneOf with overlapping branches too complex ({msg})", "oneOf", loc)
+            return alg.or_(*nodes)
+        if self.subset_warn is not None:
+            self.subset_warn(
+                "oneOf with overlapping branches: exact exclusion too large, the grammar accepts "
+                "a subset (branches exclude each other by a missing required key)",
+                "oneOf",
+                loc.pointer,
+            )
+        return res
+
+    def _force(self, node: Node) -> None:
+        """Resolve the top of a node now, so that size limits surface here."""
+        try:
+            for a in self.alg.alternatives(node):
+                if a.kind == "obj":
+                    for _k, v in a.args[0]:
+                        if v.kind == "ref" and isinstance(v.args[0], tuple):
+                            self.alg.alternatives(v)
+        except Unsupported as e:
+            if "infinite recursion" not in e.message:
+                raise
+
+    def _exclusion(self, other: Node, this: Node) -> Node:
+        """A subset of ``not other`` that is small: objects miss a key ``other`` requires."""
+        alg = self.alg
+        mine = [a for a in alg.alternatives(this) if a.kind == "obj"]
+        always = set.intersection(*(set(a.args[1]) for a in mine)) if mine else set()
+        parts = []
+        non_obj = [alg.type_atom(t) for t in _ir.TYPE_KINDS if t != "obj"]
+        for a in alg.alternatives(other):
+            if a.kind != "obj":
+                parts.append(alg.not_(a))
+                continue
+            keys = [k for k in a.args[1] if k not in always]
+            if keys:
+                parts.append(alg.or_(*non_obj, alg.obj(props=[(keys[0], alg.NEVER)])))
+                continue
+            # else: a property whose values in this branch never satisfy the other branch;
+            # requiring it to be present excludes the other branch
+            key = self._disjoint_key(a, mine)
+            if key is None:
+                raise Unsupported("no property tells the branches apart", "oneOf")
+            parts.append(alg.or_(*non_obj, alg.obj(required=[key])))
+        return alg.and_all(parts)
+
+    def _disjoint_key(self, other: Node, mine: list[Node]) -> str | None:
+        alg = self.alg
+        for k, v in other.args[0]:
+            ok = bool(mine)
+            for m in mine:
+                named = dict(m.args[0])
+                mv = named[k] if k in named else alg.tail_value(m.args[2], k)
+                if not self.is_empty(alg.and_(mv, v)) or self.is_empty(mv):
+                    ok = False
+                    break
+            if ok:
+                return k
+        return None
 
     def only_objects(self, node: Node) -> Node:
         alg = self.alg

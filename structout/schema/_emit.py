@@ -35,6 +35,7 @@ MAX_OBJ_VARIANTS = 64
 MAX_TAIL_CONSTRAINTS = 6
 MAX_TAIL_EXISTS = 4
 REGEX_STATE_BUDGET = 3000
+REGEX_NEST_BUDGET = 100
 MAX_ARRAY_STATES = 4000
 MAX_LITERAL_SET = 20000
 
@@ -198,7 +199,7 @@ class Emitter:
         Large counted repetitions (``x{0,5000}``) multiply DFA states; they become KBNF
         counted repetitions of a smaller terminal instead, which the engine handles cheaply.
         """
-        if estimate_states(node) <= REGEX_STATE_BUDGET:
+        if _fits(node):
             return self.terminal(tr.to_rust(node), hint)
         syms = self._regex_syms(node, hint)
         if len(syms) == 1 and isinstance(syms[0], str):
@@ -215,20 +216,20 @@ class Emitter:
         return self.terminal(tr.to_rust(node), hint)
 
     def _regex_syms(self, node: rx.Node, hint: str) -> Alt:
-        if estimate_states(node) <= REGEX_STATE_BUDGET:
+        if _fits(node):
             return [self._small(node, hint)]
         t = node[0]
         if t == "cat":
             out: Alt = []
             buf: list[rx.Node] = []
             for x in node[1]:
-                if estimate_states(rx.cat(*buf, x)) <= REGEX_STATE_BUDGET:
+                if _fits(rx.cat(*buf, x)):
                     buf.append(x)
                     continue
                 if buf:
                     out.append(self._small(rx.cat(*buf), hint))
                     buf = []
-                if estimate_states(x) <= REGEX_STATE_BUDGET:
+                if _fits(x):
                     buf.append(x)
                 else:
                     out.extend(self._regex_syms(x, hint))
@@ -237,6 +238,11 @@ class Emitter:
             return out
         if t == "rep":
             inner = self._regex_syms(node[1], f"{hint}_c")
+            if len(inner) != 1 or not isinstance(inner[0], str):
+                # a named rule per level keeps KBNF expressions shallow
+                name = self.fresh(f"{hint}_c")
+                self.add_rule(name, [inner])
+                inner = [name]
             return [rep(inner, node[2], node[3])]
         if t == "alt":
             name = self.fresh(hint)
@@ -986,6 +992,22 @@ class Emitter:
             for a in new[nm_]:
                 stack.extend(t for t in syms_of(a) if t in new)
         self.rules = {k: v for k, v in new.items() if k in reach}
+
+
+def _fits(node: rx.Node) -> bool:
+    """Whether one regex terminal is reasonable: few DFA states and shallow nesting."""
+    return estimate_states(node) <= REGEX_STATE_BUDGET and nesting(node) <= REGEX_NEST_BUDGET
+
+
+@lru_cache(maxsize=65536)
+def nesting(node: rx.Node) -> int:
+    """Group nesting depth of the printed regex (the regex parser limits it)."""
+    t = node[0]
+    if t in ("cat", "alt"):
+        return 1 + max(nesting(x) for x in node[1])
+    if t == "rep":
+        return 1 + nesting(node[1])
+    return 0
 
 
 @lru_cache(maxsize=65536)

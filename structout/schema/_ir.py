@@ -344,8 +344,8 @@ class Algebra:
         if a.kind == "ref" or b.kind == "ref":
             res = self.ref(("and", a, b))
         elif a.kind == "union" or b.kind == "union":
-            xs = a.args[0] if a.kind == "union" else (a,)
-            ys = b.args[0] if b.kind == "union" else (b,)
+            xs = self._expand(a)
+            ys = self._expand(b)
             # only alternatives of the same kind (or refs) can intersect
             pairs = [
                 (x, y)
@@ -360,6 +360,24 @@ class Algebra:
             res = self._and_atoms(a, b)
         self._and_memo[key] = res
         return res
+
+    def _expand(self, n: Node) -> tuple[Node, ...]:
+        """Alternatives of a union, with refs resolved when that is safe (not in progress)."""
+        alts = n.args[0] if n.kind == "union" else (n,)
+        if not any(x.kind == "ref" for x in alts):
+            return alts
+        out: list[Node] = []
+        for x in alts:
+            if x.kind == "ref" and x.args[0] not in self._in_progress:
+                try:
+                    r = self.resolve(x)
+                except Unsupported:
+                    out.append(x)
+                    continue
+                out.extend(r.args[0] if r.kind == "union" else (r,))
+            else:
+                out.append(x)
+        return tuple(out)
 
     def and_all(self, items: Iterable[Node]) -> Node:
         acc = self.ANY

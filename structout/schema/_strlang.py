@@ -88,9 +88,24 @@ def f_and(*items: Formula) -> Formula:
     for p in out:
         if p[0] == "not" and p[1] in out:
             return NOTHING
+    if len(out) > 1:
+        # a small finite set (const/enum) intersected with anything: filter it exactly
+        for p in out:
+            if p[0] == "re":
+                words = _small_finite(p[1])
+                if words is not None:
+                    rest = ("and", tuple(q for q in out if q is not p))
+                    kept = [w for w in words if matches(rest, w)]
+                    return f_lit(*kept) if kept else NOTHING
     if len(out) == 1:
         return out[0]
     return ("and", tuple(out))
+
+
+@lru_cache(maxsize=8192)
+def _small_finite(node: rx.Node) -> tuple[str, ...] | None:
+    words = rx.finite_strings(node, 256)
+    return None if words is None else tuple(words)
 
 
 def f_or(*items: Formula) -> Formula:
