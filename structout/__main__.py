@@ -81,42 +81,46 @@ def check(grammar_file: str, input_file: str, start: str = "start", strip: bool 
 
 
 # ------------------------------------------------------------------------------------ demo
+DEMO_MESSAGE = (
+    "Hi, I'm Maria Lopez, a nurse from Madrid. I'm 34 and speak Spanish and English. "
+    "Call me at +34 600 123 456."
+)
+
+
 def _demo_types() -> Any:
     from typing import Literal, Optional
 
     from pydantic import BaseModel, Field
 
-    class Ingredient(BaseModel):
-        name: str = Field(description="ingredient name", max_length=30)
-        grams: int = Field(ge=1, le=2000)
+    class Contact(BaseModel):
+        """A person's contact card."""
 
-    class Recipe(BaseModel):
-        """A short recipe card."""
+        name: str = Field(max_length=40)
+        job: str = Field(max_length=30)
+        city: str = Field(max_length=30)
+        age: int = Field(ge=0, le=120)
+        phone: Optional[str] = Field(default=None, pattern=r"^\+[0-9 ]{8,16}$")  # noqa: UP045
+        languages: list[Literal["English", "Spanish", "French", "German", "Italian"]] = Field(
+            max_length=3
+        )
 
-        title: str = Field(description="name of the dish", max_length=40)
-        cuisine: Literal["italian", "french", "japanese", "mexican", "indian", "other"]
-        vegetarian: bool
-        servings: int = Field(ge=1, le=12)
-        ingredients: list[Ingredient] = Field(min_length=1, max_length=4)
-        tip: Optional[str] = Field(default=None, max_length=80)  # noqa: UP045 (py3.9)
-
-    return Recipe
+    return Contact
 
 
-def demo(prompt: str, max_new_tokens: int, jump_forward: bool, seed: int | None) -> int:
+def demo(message: str, max_new_tokens: int, jump_forward: bool, seed: int | None) -> int:
     from structout.errors import StructoutError
     from structout.model import Model
 
-    Recipe = _demo_types()
+    contact_type = _demo_types()
     t0 = time.perf_counter()
     model = Model.default()
     load_s = time.perf_counter() - t0
     print(f"model: SmolLM2-135M-Instruct on {model.device} (loaded in {load_s:.1f} s)")
-    print(f"prompt: {prompt}")
+    print(f"message: {message}")
     try:
         res = model.generate(
-            prompt,
-            Recipe,
+            f"Extract the contact card from this message:\n{message}",
+            contact_type,
             max_new_tokens=max_new_tokens,
             jump_forward=jump_forward,
             seed=seed,
@@ -128,20 +132,19 @@ def demo(prompt: str, max_new_tokens: int, jump_forward: bool, seed: int | None)
         return 1
     t = res.timings
     print()
-    print(f"{type(res.value).__name__} instance:")
-    print(f"  {res.value!r}")
-    print()
-    print("JSON:")
-    print(res.value.model_dump_json(indent=2))
+    print(f"{type(res.value).__name__}(")
+    for name, value in res.value:
+        print(f"    {name}={value!r},")
+    print(")")
     print()
     print(
-        f"tokens: {len(res.token_ids)} generated ({res.forced_tokens} by jump-forward), "
-        f"{res.forward_passes} forward passes, finish: {res.finish_reason}"
+        f"tokens: {len(res.token_ids)} generated, {res.forced_tokens} of them by jump-forward; "
+        f"{res.forward_passes} forward passes; finish: {res.finish_reason}"
     )
     print(
         f"timings: compile {t.compile_ms:.1f} ms | prefill {t.prefill_ms:.0f} ms | "
         f"total {t.total_ms:.0f} ms | {t.tokens_per_s:.1f} tokens/s | "
-        f"mask {t.mask_us_per_token:.1f} us/token"
+        f"mask {t.mask_us_per_token:.0f} us/token"
     )
     return 0
 
@@ -153,11 +156,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p_demo = sub.add_parser("demo", help="generate a typed object with SmolLM2 and show timings")
     p_demo.add_argument(
-        "--prompt",
-        default="Give me a recipe for a simple vegetarian pasta dish.",
-        help="what to ask for (the output is a Recipe object)",
+        "--message",
+        default=DEMO_MESSAGE,
+        help="text to extract a Contact (Pydantic model) from",
     )
-    p_demo.add_argument("--max-new-tokens", type=int, default=200)
+    p_demo.add_argument("--max-new-tokens", type=int, default=150)
     p_demo.add_argument("--no-jump-forward", action="store_true")
     p_demo.add_argument("--seed", type=int, default=None, help="sample (T=0.7) with this seed")
 
@@ -171,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return demo(args.prompt, args.max_new_tokens, not args.no_jump_forward, args.seed)
+        return demo(args.message, args.max_new_tokens, not args.no_jump_forward, args.seed)
     return check(args.grammar_file, args.input_file, args.start, args.strip)
 
 

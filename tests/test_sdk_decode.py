@@ -270,3 +270,44 @@ def test_prompt_shows_schema_and_uses_chat_template(model: Model) -> None:
     assert raw == "Rate this.\n"
     msgs = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Hi"}]
     assert "Be terse." in model.render_prompt(msgs)
+
+
+def test_schema_instruction_lists_fields_in_plain_words() -> None:
+    from typing import Literal, Optional
+
+    from pydantic import BaseModel, Field
+
+    from structout.generation import resolve_schema
+
+    class Inner(BaseModel):
+        code: str = Field(pattern=r"^[A-Z]{2}$")
+
+    class Outer(BaseModel):
+        """A thing."""
+
+        name: str = Field(max_length=5, description="short name")
+        kind: Literal["a", "b"]
+        size: int = Field(ge=1, le=9)
+        inner: Inner
+        items: list[int] = Field(max_length=2)
+        note: Optional[str] = None  # noqa: UP045 - evaluated at runtime on py3.9
+
+    text = resolve_schema(Outer).instruction
+    assert text is not None
+    assert text.splitlines() == [
+        "A thing.",
+        "Respond only with a JSON object with these fields:",
+        '- "name": a string (at most 5 characters) — short name',
+        '- "kind": one of "a", "b"',
+        '- "size": an integer from 1 to 9',
+        '- "inner": an object with these fields:',
+        '  - "code": a string (matching ^[A-Z]{2}$)',
+        '- "items": a list (at most 2 items), each an integer',
+        '- "note" (optional): a string or null',
+    ]
+    assert (
+        resolve_schema(Literal["x", "y"]).instruction == 'Respond only with JSON: one of "x", "y".'
+    )
+    # Schemas that cannot be put in words are shown as JSON Schema.
+    weird = resolve_schema({"not": {"type": "string"}}).instruction
+    assert weird is not None and weird.endswith('{"not": {"type": "string"}}')

@@ -176,4 +176,4 @@ def test_system_message(model: Model) -> None:
     msgs = f.messages("hi")
     assert msgs[0] == {"role": "system", "content": "You are terse."}
     rendered = model.render_prompt(msgs, Kind)
-    assert "You are terse." in rendered and '"enum"' in rendered
+    assert "You are terse." in rendered and 'one of "bug", "feature", "question"' in rendered
