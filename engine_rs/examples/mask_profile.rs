@@ -69,6 +69,30 @@ fn main() {
             t0.elapsed().as_nanos() as f64 / 200.0 / 1000.0
         );
     }
+    if let Ok(p) = std::env::var("PREFIX") {
+        let mut m = cg.matcher();
+        assert!(m.accept_bytes(p.as_bytes()).unwrap());
+        let cpu = || -> f64 {
+            let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+            let f: Vec<&str> = stat
+                .rsplit(')')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .collect();
+            (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / 100.0
+        };
+        let (t0, c0) = (Instant::now(), cpu());
+        for _ in 0..20_000 {
+            m.fill_next_token_bitmask(&mut mask0).unwrap();
+        }
+        eprintln!(
+            "{:.2}us wall {:.2}us cpu per mask after {p:?}",
+            t0.elapsed().as_nanos() as f64 / 20_000.0 / 1000.0,
+            (cpu() - c0) * 1e6 / 20_000.0
+        );
+        return;
+    }
     let max_docs: usize = args.get(3).map_or(200, |s| s.parse().unwrap());
     let mut docs = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(&args[2])

@@ -154,11 +154,7 @@ impl Matcher {
         };
         if stable_text {
             // Inside free text: every slice token, plus the rest decided by their suffixes.
-            for bucket in &cg.index.buckets {
-                for (o, m) in out.iter_mut().zip(&bucket.mask) {
-                    *o |= m;
-                }
-            }
+            out.copy_from_slice(&cg.index.all_slices);
             walk_subtree(&mut self.rec, &cg.index.suffixes, 0, Some(&first), out)?;
         } else if !first.is_empty() {
             // The deepest slice depth any scanned terminal offers.
@@ -168,16 +164,22 @@ impl Matcher {
                 .map(|it| cg.slice_depth(it.sym, it.state))
                 .max()
                 .unwrap_or(0);
-            for bucket in &cg.index.buckets {
-                if bucket.max_len < depth as usize {
-                    for (o, m) in out.iter_mut().zip(&bucket.mask) {
-                        *o |= m;
+            let wholesale = cg.index.buckets.iter().any(|b| b.max_len < depth as usize);
+            if wholesale {
+                for bucket in &cg.index.buckets {
+                    if bucket.max_len < depth as usize {
+                        for (o, m) in out.iter_mut().zip(&bucket.mask) {
+                            *o |= m;
+                        }
+                    } else {
+                        walk_subtree(&mut self.rec, &bucket.trie, 0, Some(&first), out)?;
                     }
-                } else {
-                    walk_subtree(&mut self.rec, &bucket.trie, 0, Some(&first), out)?;
                 }
+                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out)?;
+            } else {
+                // No slice applies: one walk over the whole vocabulary's trie.
+                walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(&first), out)?;
             }
-            walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out)?;
         }
         if self.rec.is_complete() {
             for &e in cg.vocab.eos_token_ids() {

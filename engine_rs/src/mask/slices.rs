@@ -1,8 +1,8 @@
 //! Token slices: the vocabulary split by what an unconstrained text context accepts wholesale.
 //!
 //! The slice language `L` is "text without `"`, `\` or control characters" (valid UTF-8), the body of
-//! a JSON string and of most free-text terminals. Tokens whose bytes are in `L` are grouped into
-//! buckets by byte length; every other token goes to the *rest* trie. Each bucket keeps a token trie
+//! a JSON string and of most free-text terminals. Tokens whose bytes are prefixes of words of `L`
+//! (so a token may end inside a multi-byte character) are grouped into buckets by byte length; every other token goes to the *rest* trie. Each bucket keeps a token trie
 //! and a precomputed bitmask.
 //!
 //! For a terminal DFA state `s`, [`slice_depths`] gives the length of the shortest byte string that
@@ -37,6 +37,8 @@ pub struct SliceBucket {
 /// The vocabulary arranged for mask computation. Depends only on the vocabulary.
 pub struct TokenIndex {
     pub buckets: Vec<SliceBucket>,
+    /// Union of all bucket masks.
+    pub all_slices: Vec<u32>,
     pub rest: TokenTrie,
     /// The rest tokens keyed by what follows their longest prefix in `L` (see
     /// [`TokenIndex::slice_stable`]): several tokens share a node when their suffixes are equal.
@@ -53,7 +55,9 @@ impl TokenIndex {
         let mut rest = Vec::new();
         let mut suffixes = Vec::new();
         for (id, bytes) in vocab.text_tokens() {
-            if slice_dfa.matches(bytes) {
+            // Members are prefixes of words of `L` (a trailing partial UTF-8 character is fine):
+            // slice depths are defined over such prefixes.
+            if is_slice_prefix(&slice_dfa, bytes) {
                 let b = BUCKET_BOUNDS
                     .iter()
                     .position(|&m| bytes.len() <= m)
@@ -64,7 +68,7 @@ impl TokenIndex {
                 suffixes.push((id, &bytes[longest_slice_prefix(&slice_dfa, bytes)..]));
             }
         }
-        let buckets = groups
+        let buckets: Vec<SliceBucket> = groups
             .into_iter()
             .filter(|g| !g.is_empty())
             .map(|g| {
@@ -79,7 +83,14 @@ impl TokenIndex {
                 }
             })
             .collect();
+        let mut all_slices = vec![0u32; words];
+        for b in &buckets {
+            for (o, m) in all_slices.iter_mut().zip(&b.mask) {
+                *o |= m;
+            }
+        }
         TokenIndex {
+            all_slices,
             buckets,
             rest: TokenTrie::build(rest).expect("subset of a valid vocabulary"),
             suffixes: TokenTrie::build(suffixes).expect("suffixes of valid tokens"),
@@ -153,6 +164,17 @@ impl TokenIndex {
         }
         out
     }
+}
+
+fn is_slice_prefix(slice: &Dfa, bytes: &[u8]) -> bool {
+    let mut s = slice.start();
+    for &b in bytes {
+        s = slice.next(s, b);
+        if s == DEAD {
+            return false;
+        }
+    }
+    true
 }
 
 /// Length of the longest prefix of `bytes` that is a complete word of the slice language.
