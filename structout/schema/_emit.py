@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any, Callable
 
 from . import _automata as am
@@ -380,13 +379,15 @@ class Emitter:
 
     # --- strings and numbers ---
 
-    def string(self, f: sl.Formula, node: Node | None, hint: str) -> Sym | None:
+    def string(
+        self, f: sl.Formula, node: Node | None, hint: str, compact: bool = False
+    ) -> Sym | None:
         if f == sl.NOTHING:
             return None
         if f == sl.ALL:
             return self.generic_string()
         try:
-            real = sl.realize(f)
+            real = sl.realize(f, key_mode=compact)
         except am.AutomatonTooLarge as e:
             self.on_unsupported(
                 f"string constraints too complex to enforce exactly ({e})", "pattern", node
@@ -396,7 +397,7 @@ class Emitter:
             return self.dfa_rules(real, True, hint)
         if real == rx.NONE or rx.is_empty(real):
             return None
-        return self.regex_sym(tr.json_string_regex(tr.factor(real)), hint)
+        return self.regex_sym(tr.json_string_regex(tr.factor(real), compact), hint)
 
     def number(self, node: Node) -> Sym | None:
         f = node.args[0]
@@ -840,7 +841,7 @@ class Emitter:
         # tail items: plain regions, and per tail-exists "hit" items
         region_items: list[Alt] = []
         for kf, v in regions:
-            ks = self.string(kf, None, "key")
+            ks = self.string(kf, None, "key", compact=True)
             vs = self.value(v, depth + 1)
             if ks is not None and vs is not None:
                 region_items.append([ks] + colon + [vs])
@@ -854,7 +855,7 @@ class Emitter:
             hits = []
             for kf, v in regions:
                 keyf = sl.f_and(kf, *(f for f, _ in group))
-                ks = self.string(keyf, None, "key") if keyf != sl.NOTHING else None
+                ks = self.string(keyf, None, "key", compact=True) if keyf != sl.NOTHING else None
                 vs = self.value(alg.and_all([v, *(w for _, w in group)]), depth + 1)
                 if ks is not None and vs is not None:
                     hits.append([ks, *colon, vs])
@@ -953,75 +954,90 @@ class Emitter:
     def _prune(self) -> None:
         """Remove unproductive rules and the alternatives that use them; keep reachable ones."""
         rules = self.rules
-        productive: set[str] = {"ws"}
-        changed = True
-
-        def syms_of(alt: Alt) -> list[str]:
-            out: list[str] = []
-            for s in alt:
-                out.extend(_rule_refs(s))
-            return out
-
         names = set(rules)
-        while changed:
-            changed = False
-            for name, alts in rules.items():
-                if name in productive:
-                    continue
-                for a in alts:
-                    if all(t in productive or t not in names for t in syms_of(a) if t != "ws"):
-                        productive.add(name)
-                        changed = True
-                        break
+        refs: dict[str, list[list[str]]] = {
+            name: [[t for t in _alt_refs(a) if t in names] for a in alts]
+            for name, alts in rules.items()
+        }
+        # productive symbols by a worklist over reverse dependencies
+        users: dict[str, list[tuple[str, int]]] = {}
+        missing: dict[tuple[str, int], int] = {}
+        productive: set[str] = set()
+        queue: list[str] = []
+        for name, alts in refs.items():
+            for i, deps in enumerate(alts):
+                uniq = set(deps)
+                missing[(name, i)] = len(uniq)
+                for d in uniq:
+                    users.setdefault(d, []).append((name, i))
+                if not uniq and name not in productive:
+                    productive.add(name)
+                    queue.append(name)
+        while queue:
+            d = queue.pop()
+            for name, i in users.get(d, ()):
+                missing[(name, i)] -= 1
+                if missing[(name, i)] == 0 and name not in productive:
+                    productive.add(name)
+                    queue.append(name)
         if "start" not in productive:
             raise Unsupported("the schema accepts no value at all (every branch is empty)", "")
-        new: dict[str, list[Alt]] = {}
+        keep: dict[str, list[Alt]] = {}
         for name, alts in rules.items():
-            if name not in productive:
-                continue
-            keep = [a for a in alts if all(t in productive or t not in names for t in syms_of(a))]
-            new[name] = keep
-        # reachability from start
+            if name in productive:
+                keep[name] = [
+                    a for a, deps in zip(alts, refs[name]) if all(t in productive for t in deps)
+                ]
         reach: set[str] = set()
         stack = ["start"]
         while stack:
             nm_ = stack.pop()
-            if nm_ in reach or nm_ not in new:
+            if nm_ in reach or nm_ not in keep:
                 continue
             reach.add(nm_)
-            for a in new[nm_]:
-                stack.extend(t for t in syms_of(a) if t in new)
-        self.rules = {k: v for k, v in new.items() if k in reach}
+            for a in keep[nm_]:
+                stack.extend(t for t in _alt_refs(a) if t in keep)
+        self.rules = {k: v for k, v in keep.items() if k in reach}
+
+
+_METRICS: dict[int, tuple[rx.Node, int, int]] = {}
+
+
+def _metrics(node: rx.Node) -> tuple[int, int]:
+    """(estimated DFA states, group nesting depth) of a regex, memoized by identity.
+
+    Counted repetitions multiply states; the engine's regex parser limits nesting.
+    """
+    got = _METRICS.get(id(node))
+    if got is not None and got[0] is node:
+        return got[1], got[2]
+    t = node[0]
+    if t == "set":
+        states, depth = (1 if node[1] and node[1][-1][1] < 0x80 else 4), 0
+    elif t in ("cat", "alt"):
+        ms = [_metrics(x) for x in node[1]]
+        states, depth = sum(m[0] for m in ms), 1 + max(m[1] for m in ms)
+    elif t == "rep":
+        k = node[3] if node[3] is not None else node[2] + 1
+        inner = _metrics(node[1])
+        states, depth = inner[0] * max(k, 1), 1 + inner[1]
+    else:
+        states, depth = 1, 0
+    if len(_METRICS) > 200_000:
+        _METRICS.clear()
+    _METRICS[id(node)] = (node, states, depth)
+    return states, depth
 
 
 def _fits(node: rx.Node) -> bool:
     """Whether one regex terminal is reasonable: few DFA states and shallow nesting."""
-    return estimate_states(node) <= REGEX_STATE_BUDGET and nesting(node) <= REGEX_NEST_BUDGET
+    states, depth = _metrics(node)
+    return states <= REGEX_STATE_BUDGET and depth <= REGEX_NEST_BUDGET
 
 
-@lru_cache(maxsize=65536)
-def nesting(node: rx.Node) -> int:
-    """Group nesting depth of the printed regex (the regex parser limits it)."""
-    t = node[0]
-    if t in ("cat", "alt"):
-        return 1 + max(nesting(x) for x in node[1])
-    if t == "rep":
-        return 1 + nesting(node[1])
-    return 0
-
-
-@lru_cache(maxsize=65536)
 def estimate_states(node: rx.Node) -> int:
     """A rough upper estimate of the DFA states a regex needs (counted repeats multiply)."""
-    t = node[0]
-    if t == "set":
-        return 1 if node[1] and node[1][-1][1] < 0x80 else 4
-    if t in ("cat", "alt"):
-        return sum(estimate_states(x) for x in node[1])
-    if t == "rep":
-        k = node[3] if node[3] is not None else node[2] + 1
-        return estimate_states(node[1]) * max(k, 1)
-    return 1
+    return _metrics(node)[0]
 
 
 def rep(seq: Alt, lo: int, hi: int | None) -> Sym:
@@ -1050,6 +1066,13 @@ def render_alt(alt: Alt) -> str:
     if not alt:
         return "''"
     return " ".join(render_sym(x) for x in alt)
+
+
+def _alt_refs(alt: Alt) -> list[str]:
+    out: list[str] = []
+    for s in alt:
+        out.extend(_rule_refs(s))
+    return out
 
 
 def _rule_refs(sym: Sym) -> list[str]:

@@ -90,8 +90,10 @@ def alt(*items: Node) -> Node:
             if p[0] == "set":
                 sets.append(p[1])
                 continue
-            if p not in seen:
-                seen.add(p)
+            # identity dedupe: structural hashing of large trees is quadratic
+            key = p if p[0] == "set" or len(p) < 2 or p[0] == "eps" else id(p)
+            if key not in seen:
+                seen.add(key)
                 out.append(p)
     if sets:
         out.insert(0, ("set", cs.union(*sets)))

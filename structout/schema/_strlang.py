@@ -309,7 +309,7 @@ def restrict_length(node: rx.Node, lo: int, hi: int | None) -> rx.Node | None:
 Realized = Union[rx.Node, am.DFA]
 
 
-def _simple_regex(f: Formula) -> rx.Node | None:
+def _simple_regex(f: Formula, ascii_exits: bool = False) -> rx.Node | None:
     """A regex for ``f`` without automata, when the structure allows it."""
     t = f[0]
     if t == "all":
@@ -319,7 +319,7 @@ def _simple_regex(f: Formula) -> rx.Node | None:
     if t == "re":
         return f[1]  # type: ignore[no-any-return]
     if t == "or":
-        parts = [_simple_regex(x) for x in f[1]]
+        parts = [_simple_regex(x, ascii_exits) for x in f[1]]
         if any(p is None for p in parts):
             return None
         return rx.alt(*parts)  # type: ignore[arg-type]
@@ -336,19 +336,24 @@ def _simple_regex(f: Formula) -> rx.Node | None:
     if t == "not" and f[1][0] == "re":
         words = rx.finite_strings(f[1][1], MAX_COMPLEMENT_WORDS)
         if words is not None:
-            return complement_of_words(words)
+            return complement_of_words(words, ascii_exits)
     return None
 
 
 MAX_COMPLEMENT_WORDS = 20000
 
 
-def complement_of_words(words: list[str]) -> rx.Node:
+PRINTABLE_ASCII: cs.Charset = ((0x20, 0x7E),)
+
+
+def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
     """All strings except the given ones, built from their trie (linear size, no automata).
 
     A string is outside the set when it leaves the trie (a prefix that is a trie path, then a
     character no word continues with, then anything) or stops on a trie node that does not end
-    a word.
+    a word. With ``ascii_exits`` the character where a string leaves the trie must be printable
+    ASCII: a subset (still never one of the words) with much smaller automata, used for the
+    names of additional object keys.
     """
     trie: dict[str, Any] = {}
     for w in words:
@@ -360,6 +365,8 @@ def complement_of_words(words: list[str]) -> rx.Node:
     def leave(t: dict[str, Any]) -> rx.Node:
         kids = [k for k in t if k]
         exit_set = cs.complement(cs.of_chars("".join(kids)))
+        if ascii_exits:
+            exit_set = cs.intersect(exit_set, PRINTABLE_ASCII)
         parts = [rx.cset(exit_set)]
         for k in kids:
             parts.append(rx.cat(rx.lit(k), leave(t[k])))
@@ -376,9 +383,13 @@ def complement_of_words(words: list[str]) -> rx.Node:
 
 
 @lru_cache(maxsize=2048)
-def realize(f: Formula, max_regex_size: int = 3000) -> Realized:
-    """A regex AST for the language, else a minimized DFA (raises AutomatonTooLarge)."""
-    simple = _simple_regex(f)
+def realize(f: Formula, max_regex_size: int = 3000, key_mode: bool = False) -> Realized:
+    """A regex AST for the language, else a minimized DFA (raises AutomatonTooLarge).
+
+    ``key_mode``: the language of additional object keys, where complements of the named keys
+    may leave the named keys' trie only at printable ASCII characters (a smaller subset).
+    """
+    simple = _simple_regex(f, key_mode)
     if simple is not None:
         return simple
     dfa = to_dfa(f)

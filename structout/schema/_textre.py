@@ -104,9 +104,14 @@ GENERIC_CHAR: rx.Node = rx.alt(
 
 
 @lru_cache(maxsize=8192)
-def encode_set(s: cs.Charset) -> rx.Node:
-    """Accepted JSON spellings of one code point from ``s``."""
-    if s == cs.ANY or cs.is_subset(cs.difference(cs.ANY, cs.SURROGATES), s):
+def encode_set(s: cs.Charset, compact: bool = False) -> rx.Node:
+    """Accepted JSON spellings of one code point from ``s``.
+
+    ``compact``: only the raw character, the short escapes and ``\\uXXXX`` for controls (every
+    character keeps at least one spelling; used for object keys outside the named ones, where
+    the full set of spellings would make large regexes).
+    """
+    if not compact and (s == cs.ANY or cs.is_subset(cs.difference(cs.ANY, cs.SURROGATES), s)):
         return GENERIC_CHAR
     parts: list[rx.Node] = []
     raw = cs.intersect(s, RAW_OK)
@@ -120,12 +125,16 @@ def encode_set(s: cs.Charset) -> rx.Node:
     u_parts: list[rx.Node] = []
     for lo, hi in ctrl:
         u_parts.append(hex_range(lo, hi))
-    if non_ascii and (non_ascii == NON_ASCII_BMP or len(non_ascii) <= MAX_U_INTERVALS):
+    if (
+        not compact
+        and non_ascii
+        and (non_ascii == NON_ASCII_BMP or len(non_ascii) <= MAX_U_INTERVALS)
+    ):
         for lo, hi in non_ascii:
             u_parts.append(hex_range(lo, hi))
     if u_parts:
         parts.append(rx.cat(rx.lit("\\u"), rx.alt(*u_parts)))
-    if cs.is_subset(ASTRAL, s):
+    if not compact and cs.is_subset(ASTRAL, s):
         parts.append(
             rx.cat(
                 rx.lit("\\u"), hex_range(0xD800, 0xDBFF), rx.lit("\\u"), hex_range(0xDC00, 0xDFFF)
@@ -134,25 +143,34 @@ def encode_set(s: cs.Charset) -> rx.Node:
     return rx.alt(*parts)
 
 
-@lru_cache(maxsize=4096)
-def encode_json(node: rx.Node) -> rx.Node:
+def encode_json(node: rx.Node, compact: bool = False) -> rx.Node:
     """Map a decoded-string AST to the AST of accepted JSON string-literal bodies."""
-    t = node[0]
-    if t == "set":
-        return encode_set(node[1])
-    if t == "cat":
-        return rx.cat(*(encode_json(x) for x in node[1]))
-    if t == "alt":
-        # keep literal alternatives compact: encode each branch
-        return rx.alt(*(encode_json(x) for x in node[1]))
-    if t == "rep":
-        return rx.rep(encode_json(node[1]), node[2], node[3])
-    return node
+    memo: dict[int, tuple[rx.Node, rx.Node]] = {}
+
+    def enc(n: rx.Node) -> rx.Node:
+        got = memo.get(id(n))
+        if got is not None:
+            return got[1]
+        t = n[0]
+        if t == "set":
+            res = encode_set(n[1], compact)
+        elif t == "cat":
+            res = rx.cat(*(enc(x) for x in n[1]))
+        elif t == "alt":
+            res = rx.alt(*(enc(x) for x in n[1]))
+        elif t == "rep":
+            res = rx.rep(enc(n[1]), n[2], n[3])
+        else:
+            res = n
+        memo[id(n)] = (n, res)
+        return res
+
+    return enc(node)
 
 
-def json_string_regex(node: rx.Node) -> rx.Node:
+def json_string_regex(node: rx.Node, compact: bool = False) -> rx.Node:
     """AST for complete JSON string literals (with quotes) whose decoded value is in ``node``."""
-    return rx.cat(rx.lit('"'), encode_json(node), rx.lit('"'))
+    return rx.cat(rx.lit('"'), encode_json(node, compact), rx.lit('"'))
 
 
 # --- printing ---------------------------------------------------------------------------------
@@ -179,6 +197,7 @@ def _cp(cp: int, in_class: bool) -> str:
     return f"\\U{cp:08X}"
 
 
+@lru_cache(maxsize=16384)
 def _set_text(s: cs.Charset) -> str:
     if len(s) == 1 and s[0][0] == s[0][1]:
         return _cp(s[0][0], False)
@@ -212,31 +231,37 @@ def _quant(lo: int, hi: int | None) -> str:
     return f"{{{lo},{hi}}}"
 
 
-@lru_cache(maxsize=65536)
 def to_rust(node: rx.Node) -> str:
     """Print an AST as a regex (Rust ``regex`` syntax, also valid for Python ``re``)."""
-    t = node[0]
-    if t == "eps":
-        return "(?:)"
-    if t == "none":
-        return "[^\\x00-\\U0010FFFF]"
-    if t == "set":
-        return _set_text(node[1])
-    if t == "cat":
-        out = []
-        for x in node[1]:
-            s = to_rust(x)
-            out.append(f"(?:{s})" if x[0] == "alt" else s)
-        return "".join(out)
-    if t == "alt":
-        return "|".join(to_rust(x) for x in node[1])
-    if t == "rep":
-        inner = node[1]
-        s = to_rust(inner)
-        if inner[0] in ("cat", "alt", "rep", "eps"):
-            s = f"(?:{s})"
-        return s + _quant(node[2], node[3])
-    raise AssertionError(t)
+    memo: dict[int, tuple[rx.Node, str]] = {}
+
+    def pr(n: rx.Node) -> str:
+        got = memo.get(id(n))
+        if got is not None:
+            return got[1]
+        t = n[0]
+        if t == "eps":
+            res = "(?:)"
+        elif t == "none":
+            res = "[^\\x00-\\U0010FFFF]"
+        elif t == "set":
+            res = _set_text(n[1])
+        elif t == "cat":
+            res = "".join(f"(?:{pr(x)})" if x[0] == "alt" else pr(x) for x in n[1])
+        elif t == "alt":
+            res = "|".join(pr(x) for x in n[1])
+        elif t == "rep":
+            inner = n[1]
+            text = pr(inner)
+            if inner[0] in ("cat", "alt", "rep", "eps"):
+                text = f"(?:{text})"
+            res = text + _quant(n[2], n[3])
+        else:
+            raise AssertionError(t)
+        memo[id(n)] = (n, res)
+        return res
+
+    return pr(node)
 
 
 def factor(node: rx.Node) -> rx.Node:
