@@ -28,6 +28,9 @@ from ._ir import Algebra, Node, Unsupported
 
 DEFAULT_BASE = "urn:structout:root"
 
+# Dynamic scope summary: sorted (dynamic anchor name, outermost resource declaring it) pairs.
+Scope = tuple[tuple[str, str], ...]
+
 # Keywords whose values are subschemas (used to index $id/$anchor and to walk documents).
 _SCHEMA_MAP_KWS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 _SCHEMA_KWS = (
@@ -173,6 +176,7 @@ class Registry:
         self.resources: dict[str, tuple[str, str, int]] = {}  # uri -> (doc_uri, pointer, draft)
         self.anchors: dict[str, tuple[str, str, int]] = {}  # uri#anchor -> location
         self.dynamic_anchors: dict[str, list[str]] = {}  # anchor name -> [uri#anchor]
+        self.resource_dyn: dict[str, set[str]] = {}  # resource uri -> its dynamic anchors
         self.recursive_anchor = False
         self.count = 0
         self.max_subschemas = max_subschemas
@@ -217,6 +221,7 @@ class Registry:
         if isinstance(dyn, str):
             self.anchors.setdefault(f"{base}#{dyn}", (doc_uri, ptr, draft))
             self.dynamic_anchors.setdefault(dyn, []).append(f"{base}#{dyn}")
+            self.resource_dyn.setdefault(base, set()).add(dyn)
         if node.get("$recursiveAnchor") is True:
             self.recursive_anchor = True
         for kw in _SCHEMA_MAP_KWS:
@@ -343,7 +348,8 @@ class Compiler:
         self.lenient = lenient
         self.max_depth = max_depth
         self.alg = Algebra(self._resolve_key)
-        self.cache: dict[tuple[str, bool], Node] = {}
+        self.cache: dict[tuple[str, bool, Scope], Node] = {}
+        self._scopes: list[Scope] = []
         self.depth = 0
         self.warn = warn
         self.subset_warn: Any = None
@@ -356,15 +362,29 @@ class Compiler:
         return self.ref_to(loc, False)
 
     def ref_to(self, loc: Location, ann: bool) -> Node:
-        return self.alg.ref(f"{loc.key}{'|ann' if ann else ''}")
+        """A lazy reference to a location, carrying the current dynamic scope."""
+        return self.alg.ref(("loc", loc.doc_uri, loc.pointer, ann, self._scope()))
 
     def _resolve_key(self, key: Any) -> Node:
-        assert isinstance(key, str)
-        ann = key.endswith("|ann")
-        if ann:
-            key = key[:-4]
-        doc_uri, _, ptr = key.partition("#")
-        return self.compile(self.reg.locate(doc_uri, ptr), ann)
+        _, doc_uri, ptr, ann, scope = key
+        return self.compile(self.reg.locate(doc_uri, ptr), ann, scope)
+
+    def _scope(self) -> Scope:
+        return self._scopes[-1] if self._scopes else ()
+
+    def _enter_scope(self, scope: Scope, loc: Location) -> Scope:
+        """The dynamic scope after entering ``loc``'s resource: for each dynamic anchor the
+        outermost resource that declares it (what ``$dynamicRef`` resolves to)."""
+        names = self.reg.resource_dyn.get(loc.base)
+        if not names:
+            return scope
+        bound = dict(scope)
+        new = [n for n in names if n not in bound]
+        if not new:
+            return scope
+        for n in new:
+            bound[n] = loc.base
+        return tuple(sorted(bound.items()))
 
     # --- errors ---
 
@@ -381,8 +401,9 @@ class Compiler:
 
     # --- schemas ---
 
-    def compile(self, loc: Location, ann: bool = False) -> Node:
-        key = (loc.key, ann)
+    def compile(self, loc: Location, ann: bool = False, scope: Scope | None = None) -> Node:
+        scope = self._enter_scope(self._scope() if scope is None else scope, loc)
+        key = (loc.key, ann, scope)
         got = self.cache.get(key)
         if got is not None:
             return got
@@ -391,12 +412,14 @@ class Compiler:
             raise LimitExceededError(
                 f"schema nesting deeper than {self.max_depth} levels at {loc.pointer or '/'}"
             )
+        self._scopes.append(scope)
         try:
             node = self._compile(loc, ann)
         except Unsupported as e:
             raise _Located(e, loc.pointer) from None
         finally:
             self.depth -= 1
+            self._scopes.pop()
         self.cache[key] = node
         self.origin.setdefault(node, loc.pointer)
         return node
@@ -504,18 +527,13 @@ class Compiler:
             return self.ref_to(target, ann)
         frag = urldefrag(ref)[1]
         tv = target.value
-        if (
-            isinstance(tv, dict)
-            and frag
-            and tv.get("$dynamicAnchor") == frag
-            and len(set(self.reg.dynamic_anchors.get(frag, []))) > 1
-        ):
-            self.unsupported(
-                f"$dynamicRef to {frag!r}, which several schema resources declare "
-                "(resolution depends on the dynamic scope)",
-                kw,
-                loc,
-            )
+        if isinstance(tv, dict) and frag and tv.get("$dynamicAnchor") == frag:
+            # the outermost resource in the dynamic scope that declares the anchor wins
+            outer = dict(self._scope()).get(frag)
+            if outer is not None:
+                hit = self.reg.anchors.get(f"{outer}#{frag}")
+                if hit is not None:
+                    target = self.reg.locate(hit[0], hit[1])
         return self.ref_to(target, ann)
 
     def _unevaluated(self, loc: Location, s: dict[str, Any]) -> Node:

@@ -315,8 +315,8 @@ class Emitter:
     def _ref_hint(self, key: Any, depth: int) -> str:
         name = self.ref_names.get(key)
         if name is None:
-            if isinstance(key, str):
-                frag = key.partition("#")[2].replace("|ann", "")
+            if isinstance(key, tuple) and key and key[0] == "loc":
+                frag = key[2].replace("|in-place", "")
                 last = frag.rstrip("/").rsplit("/", 1)[-1] if frag else "root"
                 name = last or "root"
             else:

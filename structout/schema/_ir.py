@@ -680,6 +680,8 @@ def _carries_annotations(n: Node) -> bool:
 def _key_is_ann(key: Any) -> bool:
     if isinstance(key, str):
         return key.endswith("|ann")
+    if isinstance(key, tuple) and key and key[0] == "loc":
+        return bool(key[3])
     if isinstance(key, tuple):
         return any(
             _key_is_ann(x.args[0]) for x in key[1:] if isinstance(x, Node) and x.kind == "ref"
