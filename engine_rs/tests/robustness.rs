@@ -540,6 +540,12 @@ fn fuzz_matcher_rollback_zero_after_eos() {
     assert!(!m.is_finished() && m.can_finish() && m.num_tokens() == 0);
 }
 
+type MaskCase = (
+    &'static str,
+    &'static [&'static [u8]],
+    &'static [&'static [u8]],
+);
+
 /// The mask by trying every token (slow reference).
 fn brute_mask(m: &mut structout_engine::Matcher, size: usize, words: usize) -> Vec<u32> {
     let mut out = vec![0u32; words];
@@ -556,7 +562,8 @@ fn fuzz_masks_after_star_of_literals_and_regex() {
     // matcher_ops crash-2e56e313 / crash-8a73412b (working tree before 6b53ccf): after "x" the
     // token "z" (allowed by the trailing 'z'?) was missing from the fast mask; and with
     // `start ::= '' | 'é{0' start` the first byte of `é` was missing.
-    let cases: &[(&str, &[&[u8]], &[&[u8]])] = &[
+    // (grammar, vocabulary tokens besides EOS, prefixes to check the mask after)
+    let cases: &[MaskCase] = &[
         (
             r#"start ::= ('x' | 'xy' | #"[a-c]+")* 'z'?;"#,
             &[b"x", b"z", b"y", b"a", b"xz", b"az", b"abcdefghz"],
