@@ -503,6 +503,48 @@ impl Recognizer {
         })
     }
 
+    /// Writes a canonical description of everything that determines the recognizer's future into
+    /// `key`: the items of the current set and, recursively, the wait items of every origin set
+    /// they can complete into, with origins renumbered in discovery order (positions themselves do
+    /// not matter, only which set is which; `except!` items also record their byte count). Two
+    /// recognizers with equal keys accept exactly the same continuations. Returns `false` (key
+    /// unusable) when the description would exceed `max_len` values.
+    pub fn state_key(&self, key: &mut Vec<u32>, max_len: usize) -> bool {
+        key.clear();
+        let lnf = &self.grammar.lnf;
+        let cur = (self.sets.len() - 1) as u32;
+        let mut origins: Vec<u32> = vec![cur];
+        key.push(self.is_complete() as u32);
+        let mut q = 0;
+        while q < origins.len() {
+            let j = origins[q];
+            let set = self.sets[j as usize];
+            // Scan items of earlier sets never advance again; only their wait items matter.
+            let from = if j == cur { set.start } else { set.wait };
+            key.push(u32::MAX);
+            for it in &self.items[from as usize..set.end as usize] {
+                let canon = match origins.iter().position(|&o| o == it.start) {
+                    Some(c) => c as u32,
+                    None => {
+                        origins.push(it.start);
+                        (origins.len() - 1) as u32
+                    }
+                };
+                key.push(it.pos);
+                key.push(it.state);
+                key.push(canon);
+                if let LSym::Except(_) = lnf.syms[it.pos as usize] {
+                    key.push(cur - it.start);
+                }
+            }
+            if key.len() > max_len {
+                return false;
+            }
+            q += 1;
+        }
+        true
+    }
+
     /// Heap bytes held by the recognizer's buffers.
     pub fn memory_usage(&self) -> usize {
         self.items.capacity() * std::mem::size_of::<Item>()

@@ -21,6 +21,8 @@ pub struct Matcher {
     token_ends: Vec<u32>,
     /// An EOS token was accepted: nothing more may follow.
     stopped: bool,
+    /// Reused buffer for mask-cache keys.
+    key: Vec<u32>,
 }
 
 impl Matcher {
@@ -31,6 +33,7 @@ impl Matcher {
             rec,
             token_ends: Vec::new(),
             stopped: false,
+            key: Vec::new(),
         }
     }
 
@@ -157,6 +160,39 @@ impl Matcher {
             out.copy_from_slice(&cg.index.all_slices);
             walk_subtree(&mut self.rec, &cg.index.suffixes, 0, Some(&first), out)?;
         } else if !first.is_empty() {
+            let mut key = std::mem::take(&mut self.key);
+            let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
+            if keyed && cg.cached_mask(&key, out) {
+                self.key = key;
+                return Ok(());
+            }
+            self.fill_by_walking(&cg, &first, out)?;
+            if keyed {
+                cg.store_mask(&key, out);
+            }
+            self.key = key;
+            return Ok(());
+        }
+        if self.rec.is_complete() {
+            for &e in cg.vocab.eos_token_ids() {
+                if (e as usize) < words * 32 {
+                    out[e as usize / 32] |= 1 << (e % 32);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The mask of a state that is not plain text: slices where they apply, trie walks elsewhere,
+    /// and EOS when the input is complete.
+    fn fill_by_walking(
+        &mut self,
+        cg: &Arc<CompiledGrammar>,
+        first: &ByteSet,
+        out: &mut [u32],
+    ) -> Result<(), EngineError> {
+        let words = cg.index.words;
+        {
             // The deepest slice depth any scanned terminal offers.
             let depth = self
                 .rec
@@ -172,13 +208,13 @@ impl Matcher {
                             *o |= m;
                         }
                     } else {
-                        walk_subtree(&mut self.rec, &bucket.trie, 0, Some(&first), out)?;
+                        walk_subtree(&mut self.rec, &bucket.trie, 0, Some(first), out)?;
                     }
                 }
-                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out)?;
+                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out)?;
             } else {
                 // No slice applies: one walk over the whole vocabulary's trie.
-                walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(&first), out)?;
+                walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(first), out)?;
             }
         }
         if self.rec.is_complete() {
@@ -272,6 +308,8 @@ fn walk_subtree(
     // `states[r * k..(r + 1) * k]`: lexeme states after the first `r` bytes below `start`;
     // `follow[r]`, `path[r - 1]`: likewise per depth. All grow with the depth actually reached.
     let mut follow: Vec<ByteSet> = vec![ByteSet::EMPTY];
+    // Bit j of `alive_at[r]`: lexeme j is alive after `r` bytes.
+    let mut alive_at: Vec<u64> = vec![if k == 64 { u64::MAX } else { (1u64 << k) - 1 }];
     let mut follow_cache: Vec<(u64, ByteSet)> = Vec::new();
     let mut path: Vec<u8> = Vec::new();
     // The recognizer holds the first `fed` bytes of the current path.
@@ -289,6 +327,7 @@ fn walk_subtree(
         if path.len() < r {
             path.resize(r, 0);
             follow.resize(r + 1, ByteSet::EMPTY);
+            alive_at.resize(r + 1, 0);
             states.resize((r + 1) * k, DEAD);
         }
         path[r - 1] = byte;
@@ -319,37 +358,41 @@ fn walk_subtree(
         }
         let (prev, next) = states.split_at_mut(r * k);
         let prev = &prev[(r - 1) * k..];
-        let mut alive = false;
+        let mut live = 0u64;
         let mut ends = 0u64;
-        for j in 0..k {
+        // Only lexemes alive at the parent are stepped; the others stay dead.
+        let mut todo = alive_at[r - 1];
+        while todo != 0 {
+            let j = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
             let s = prev[j];
-            let t = if s == DEAD {
-                DEAD
-            } else {
-                match lexemes[j] {
-                    Lexeme::Lit(lit) => {
-                        // `s - 1` is the offset into the literal.
-                        if lit[s as usize - 1] != byte {
-                            DEAD
-                        } else if s as usize == lit.len() {
-                            ends |= 1 << j;
-                            DEAD
-                        } else {
-                            s + 1
-                        }
-                    }
-                    Lexeme::Dfa(d) => {
-                        let t = d.next(s, byte);
-                        if t != DEAD && d.is_accept(t) {
-                            ends |= 1 << j;
-                        }
-                        t
+            let t = match lexemes[j] {
+                Lexeme::Lit(lit) => {
+                    // `s - 1` is the offset into the literal.
+                    if lit[s as usize - 1] != byte {
+                        DEAD
+                    } else if s as usize == lit.len() {
+                        ends |= 1 << j;
+                        DEAD
+                    } else {
+                        s + 1
                     }
                 }
+                Lexeme::Dfa(d) => {
+                    let t = d.next(s, byte);
+                    if t != DEAD && d.is_accept(t) {
+                        ends |= 1 << j;
+                    }
+                    t
+                }
             };
-            alive |= t != DEAD;
+            if t != DEAD {
+                live |= 1 << j;
+            }
             next[j] = t;
         }
+        alive_at[r] = live;
+        let alive = live != 0;
         if !alive && ends == 0 {
             i = n.subtree_end();
             continue;
@@ -369,7 +412,7 @@ fn walk_subtree(
                     fed = r;
                     skip.clear();
                     for j in 0..k {
-                        if next[j] != DEAD {
+                        if live & (1 << j) != 0 {
                             let state = match lexemes[j] {
                                 Lexeme::Lit(_) => next[j] - 1,
                                 Lexeme::Dfa(_) => next[j],

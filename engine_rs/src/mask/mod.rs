@@ -10,7 +10,9 @@ pub mod cache;
 mod matcher;
 pub mod slices;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
 
 pub use matcher::Matcher;
 pub use slices::TokenIndex;
@@ -28,6 +30,21 @@ pub struct CompiledGrammar {
     depths: Vec<Vec<u8>>,
     /// Slice-stable states per LNF DFA (see [`TokenIndex::slice_stable`]).
     stable: Vec<Vec<bool>>,
+    /// Masks of expensive states, keyed by [`crate::Recognizer::state_key`].
+    mask_cache: Mutex<MaskCache>,
+}
+
+/// Bytes of cached masks kept per compiled grammar.
+pub const MASK_CACHE_BYTES: usize = 64 << 20;
+/// Longest state key worth caching (deeper parse stacks are recomputed).
+pub const MASK_CACHE_MAX_KEY: usize = 4096;
+
+#[derive(Default)]
+struct MaskCache {
+    map: FxHashMap<Box<[u32]>, Box<[u32]>>,
+    bytes: usize,
+    hits: u64,
+    misses: u64,
 }
 
 impl CompiledGrammar {
@@ -58,6 +75,7 @@ impl CompiledGrammar {
             index,
             depths,
             stable,
+            mask_cache: Mutex::new(MaskCache::default()),
         }
     }
 
@@ -89,6 +107,41 @@ impl CompiledGrammar {
 
     pub fn matcher(self: &Arc<Self>) -> Matcher {
         Matcher::new(self.clone())
+    }
+
+    /// Copies the cached mask for `key` into `out`; false on a miss.
+    fn cached_mask(&self, key: &[u32], out: &mut [u32]) -> bool {
+        let mut c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
+        match c.map.get(key) {
+            Some(m) => {
+                out.copy_from_slice(m);
+                c.hits += 1;
+                true
+            }
+            None => {
+                c.misses += 1;
+                false
+            }
+        }
+    }
+
+    fn store_mask(&self, key: &[u32], mask: &[u32]) {
+        let mut c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
+        let size = (key.len() + mask.len()) * 4;
+        if c.bytes + size > MASK_CACHE_BYTES {
+            // Simple bound: start over rather than track recency on the hot path.
+            c.map.clear();
+            c.bytes = 0;
+        }
+        if c.map.insert(key.into(), mask.into()).is_none() {
+            c.bytes += size;
+        }
+    }
+
+    /// (hits, misses, entries) of the mask cache.
+    pub fn mask_cache_stats(&self) -> (u64, u64, usize) {
+        let c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
+        (c.hits, c.misses, c.map.len())
     }
 
     /// Whether a scanned regex terminal is in a slice-stable state.
