@@ -94,3 +94,26 @@ def test_stream_and_sampling(model: object) -> None:
     *chunks, value = list(stream)
     assert isinstance(value, Address)
     assert Address.model_validate_json("".join(chunks)) == value
+
+
+def test_default_model_is_cached_and_converted_once(model: object) -> None:
+    from structout.model import (
+        _COMPLETE_MARKER,
+        Model,
+        converted_checkpoint_dir,
+        default_gguf_path,
+    )
+
+    assert Model.default(device="cpu") is model
+    converted = converted_checkpoint_dir(default_gguf_path())
+    assert (converted / _COMPLETE_MARKER).is_file()
+    assert (converted / "config.json").is_file()
+
+
+def test_demo_command(model: object, capsys: pytest.CaptureFixture[str]) -> None:
+    from structout.__main__ import main
+
+    assert main(["demo", "--max-new-tokens", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "Contact(" in out and "age=" in out
+    assert "timings: compile" in out and "tokens/s" in out
