@@ -13,12 +13,14 @@ superset), documented per format in ``FORMAT_NOTES``:
 * ``idn-hostname``: the ASCII subset (as ``hostname``); ``idn-email``: UTF-8 local parts,
   ASCII domains.
 
-Unknown formats are annotations (JSON Schema 2020-12 default) and are ignored by the caller;
-``regex`` is not a regular language and is reported as unsupported.
+Unknown formats are annotations (JSON Schema 2020-12 default) and are ignored by the caller.
+``regex`` is not a regular language: it is a context-free subset (see :func:`regex_format_ok`)
+that the emitter writes as grammar rules.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from . import _regex as rx
@@ -43,9 +45,10 @@ FORMAT_NOTES: dict[str, str] = {
     "uuid": "RFC 4122 textual form (any version/variant, either case)",
     "json-pointer": "RFC 6901",
     "relative-json-pointer": "draft-handrews-relative-json-pointer-01",
+    "regex": "a subset valid in both ECMA-262 (u flag) and Python re (context-free)",
 }
 
-UNSUPPORTED_FORMATS = {"regex"}
+UNSUPPORTED_FORMATS: set[str] = set()
 
 _DEC_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 IPV4 = rf"{_DEC_OCTET}(?:\.{_DEC_OCTET}){{3}}"
@@ -227,9 +230,160 @@ def _source(name: str) -> str | None:
     return None
 
 
+# --- format "regex": a context-free subset ------------------------------------------------------
+#
+# Regular expressions valid under ECMA-262 with the u flag *and* under Python's re (validators in
+# the wild use either): alternation, groups ``(...)``/``(?:...)``, ``^ $ \b \B``, ``.``, the
+# escapes ``\d \D \w \W \s \S \t \n \r \f \v``, escaped syntax characters and ``/``,
+# ``\xHH``, ``\uHHHH``; classes ``[...]``/``[^...]`` (non-empty) with escapes, ``\b`` and ranges
+# within digits, lower-case or upper-case letters in order; quantifiers ``* + ? {n} {n,} {n,m}``
+# (``n`` fewer digits than ``m``, or both at most two digits with ``n <= m``; at most 9 digits),
+# optionally lazy. Everything else (backreferences, look-around, named groups, ``\p``, ``\c``,
+# ``\0``, unescaped ``{ } ]``, ...) is refused: a subset of the valid regexes.
+
+REGEX_SYNTAX = "^$\\.*+?()[]{}|"
+REGEX_ESC_CLASSES = "dDwWsS"
+REGEX_ESC_CONTROLS = "tnrfv"
+REGEX_ESC_SYNTAX = REGEX_SYNTAX + "/"
+REGEX_CLASS_EXCLUDED = "\\]-^["
+REGEX_RANGE_GROUPS = ("0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_NUM = re.compile(r"0|[1-9][0-9]{0,8}")
+
+
+def regex_braces_ok(lo: str, hi: str | None) -> bool:
+    """Whether ``{lo,hi}`` is in the accepted quantifier subset."""
+    if not _NUM.fullmatch(lo):
+        return False
+    if hi is None:
+        return True
+    if not _NUM.fullmatch(hi):
+        return False
+    if len(lo) < len(hi):
+        return True
+    return len(lo) == len(hi) <= 2 and int(lo) <= int(hi)
+
+
+def regex_format_ok(s: str) -> bool:
+    """Membership in the ``regex`` format subset (mirrors the emitted grammar)."""
+    n = len(s)
+
+    class Bad(Exception):
+        pass
+
+    def disjunction(i: int, depth: int) -> int:
+        if depth > 200:
+            raise Bad
+        i = alternative(i, depth)
+        while i < n and s[i] == "|":
+            i = alternative(i + 1, depth)
+        return i
+
+    def alternative(i: int, depth: int) -> int:
+        while i < n and s[i] not in "|)":
+            i = term(i, depth)
+        return i
+
+    def term(i: int, depth: int) -> int:
+        c = s[i]
+        if c in "^$":
+            return i + 1
+        if c == "\\" and i + 1 < n and s[i + 1] in "bB":
+            return i + 2
+        return quantifier(atom(i, depth))
+
+    def atom(i: int, depth: int) -> int:
+        c = s[i]
+        if c == ".":
+            return i + 1
+        if c == "\\":
+            return escape(i, inside=False)
+        if c == "[":
+            return klass(i)
+        if c == "(":
+            j = i + 1
+            if s.startswith("?:", j):
+                j += 2
+            elif j < n and s[j] == "?":
+                raise Bad
+            j = disjunction(j, depth + 1)
+            if j >= n or s[j] != ")":
+                raise Bad
+            return j + 1
+        if c in REGEX_SYNTAX:
+            raise Bad
+        return i + 1
+
+    def quantifier(i: int) -> int:
+        if i < n and s[i] in "*+?":
+            i += 1
+        elif i < n and s[i] == "{":
+            m = re.match(r"\{([0-9]+)(,([0-9]*))?\}", s[i:])
+            if not m:
+                raise Bad
+            lo, hi = m.group(1), m.group(3)
+            if not regex_braces_ok(lo, hi or None):
+                raise Bad
+            i += m.end()
+        else:
+            return i
+        if i < n and s[i] == "?":
+            i += 1
+        return i
+
+    def escape(i: int, inside: bool) -> int:
+        if i + 1 >= n:
+            raise Bad
+        c = s[i + 1]
+        if c in REGEX_ESC_CLASSES or c in REGEX_ESC_CONTROLS or c in REGEX_ESC_SYNTAX:
+            return i + 2
+        if inside and c in "b-":
+            return i + 2
+        if c == "x" and re.fullmatch(r"[0-9A-Fa-f]{2}", s[i + 2 : i + 4]):
+            return i + 4
+        if c == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", s[i + 2 : i + 6]):
+            return i + 6
+        raise Bad
+
+    def klass(i: int) -> int:
+        i += 1
+        if i < n and s[i] == "^":
+            i += 1
+        items = 0
+        while True:
+            if i >= n:
+                raise Bad
+            c = s[i]
+            if c == "]":
+                if not items:
+                    raise Bad
+                return i + 1
+            if c == "\\":
+                i = escape(i, inside=True)
+            elif i + 2 < n and s[i + 1] == "-":
+                a, b = c, s[i + 2]
+                if not any(a in g and b in g and a <= b for g in REGEX_RANGE_GROUPS):
+                    raise Bad
+                i += 3
+            elif c in REGEX_CLASS_EXCLUDED:
+                raise Bad
+            else:
+                i += 1
+            items += 1
+
+    try:
+        return disjunction(0, 0) == n
+    except (Bad, IndexError, RecursionError):
+        return False
+
+
+sl.CFG_LANGUAGES["regex"] = regex_format_ok
+
+
 @lru_cache(maxsize=64)
 def format_formula(name: str) -> sl.Formula | None:
     """The string language of a known format; None for unknown formats."""
+    if name == "regex":
+        return sl.f_cfg("regex")
     src = _source(name)
     if src is None:
         return None

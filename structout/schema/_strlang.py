@@ -177,7 +177,23 @@ def matches(f: Formula, s: str) -> bool:
         return any(matches(x, s) for x in f[1])
     if t == "not":
         return not matches(f[1], s)
+    if t == "cfg":
+        return CFG_LANGUAGES[f[1]](s)
     raise AssertionError(t)
+
+
+# Context-free string languages (formats that are not regular), by name: a membership test.
+# Each must be emitted by the grammar emitter as rules; they cannot be combined with other
+# string constraints (that needs automata).
+CFG_LANGUAGES: dict[str, Callable[[str], bool]] = {}
+
+
+class NotRegular(Exception):
+    """A context-free string language was combined with constraints that need automata."""
+
+
+def f_cfg(name: str) -> Formula:
+    return ("cfg", name)
 
 
 def finite_values(f: Formula, limit: int = 64) -> list[str] | None:
@@ -238,6 +254,8 @@ def _compiled(f: Formula) -> tuple[list[rx.Node], Callable[[tuple[bool, ...]], b
         if t == "not":
             inner = build(g[1])
             return lambda v: not inner(v)
+        if t == "cfg":
+            raise NotRegular(f"format {g[1]!r} combined with other string constraints")
         parts = [build(x) for x in g[1]]
         if t == "and":
             return lambda v: all(p(v) for p in parts)
@@ -409,7 +427,12 @@ def is_empty(f: Formula) -> bool:
         return rx.is_empty(f[1])
     if f[0] == "or":
         return all(is_empty(x) for x in f[1])
-    leaves, ev = _compiled(f)
+    if f[0] == "cfg":
+        return False
+    try:
+        leaves, ev = _compiled(f)
+    except NotRegular:
+        return False
     alpha = am.Alphabet.for_nodes([rx.ANYCHAR, *leaves])
     return not am.combine(leaves, ev, alpha, stop_at_accept=True)
 
