@@ -144,7 +144,7 @@ def demo(message: str, max_new_tokens: int, jump_forward: bool, seed: int | None
     print(
         f"timings: compile {t.compile_ms:.1f} ms | prefill {t.prefill_ms:.0f} ms | "
         f"total {t.total_ms:.0f} ms | {t.tokens_per_s:.1f} tokens/s | "
-        f"mask {t.mask_us_per_token:.0f} us/token"
+        f"mask {t.mask_us_per_token:.0f} us/token | grammar total {t.grammar_ms:.1f} ms"
     )
     return 0
 

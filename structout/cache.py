@@ -297,7 +297,7 @@ class CompileCache:
 
     # ----------------------------------------------------------------- KBNF → grammar
     def compiled_grammar(self, kbnf: str, vocab: Any, compile_fn: Callable[[str, Any], Any]) -> Any:
-        """The compiled grammar for ``kbnf`` over ``vocab``, compiling with ``compile_fn`` on a miss.
+        """The compiled grammar for ``kbnf`` over ``vocab`` (``compile_fn`` runs on a miss).
 
         The key uses the vocabulary's ``fingerprint`` when it has one, else its identity (the entry
         keeps a reference to the vocabulary so the identity cannot be reused while cached).

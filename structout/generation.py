@@ -11,7 +11,8 @@ appended without sampling. The freshly sampled token has not been fed to the mod
 and the forced bytes are **re-tokenized together** with the model's tokenizer and the natural tokens
 are fed in one forward pass (e.g. a sampled ``"`` followed by forced ``,`` becomes the single token
 ``",``). The last re-tokenized token is held back when some longer token that extends it is also
-allowed (``" "`` could continue as ``" J"``), so the model still picks natural tokens at the boundary.
+allowed (``" "`` could continue as ``" J"``), so the model still picks natural tokens at the
+boundary.
 Re-tokenization is checked byte for byte; when it does not reproduce the bytes (e.g. tokenizers that
 add a prefix space) the step simply samples instead.
 
@@ -81,6 +82,9 @@ class Timings:
     mask_us_per_token: float = 0.0
     #: Generated tokens (sampled + jump-forward) per second of decoding after the prefill.
     tokens_per_s: float = 0.0
+    #: Total time in the grammar engine and jump-forward outside the forward passes: masks,
+    #: accepting tokens, forced bytes, re-tokenization (0 when unconstrained).
+    grammar_ms: float = 0.0
 
 
 @dataclass
@@ -172,8 +176,8 @@ def resolve_schema(schema: Any) -> Target:
 
     * ``None`` → unconstrained text.
     * :class:`Grammar` → KBNF text, returns the text.
-    * ``dict`` → a JSON Schema; returns the parsed JSON value (checked with ``jsonschema`` when it is
-      installed).
+    * ``dict`` → a JSON Schema; returns the parsed JSON value (checked with ``jsonschema`` when
+      it is installed).
     * anything ``pydantic.TypeAdapter`` accepts (BaseModel subclasses, dataclasses, TypedDicts,
       ``Literal[...]``, ``list[...]``, ...) → its JSON Schema; returns a validated instance.
     """
@@ -640,6 +644,8 @@ class RunStats:
     prefill_ns: int = 0
     total_ns: int = 0
     mask_ns: int = 0
+    #: Accepting tokens, forced bytes, re-tokenization, finish checks (after sampling).
+    grammar_ns: int = 0
     masked_steps: int = 0
     forward_passes: int = 0
 
@@ -802,6 +808,7 @@ class _Decoder:
 
         # Bytes forced at the very start go into the prefill.
         first: list[list[int]] = []
+        t_grammar = time.perf_counter_ns()
         for row in rows:
             chunk: list[int] = []
             if row.matcher is not None and params.jump_forward:
@@ -810,6 +817,7 @@ class _Decoder:
                 row.forced += len(chunk)
             first.append(list(row.req.prompt_ids) + chunk)
             self._check_done(row)
+        self.stats.grammar_ns += time.perf_counter_ns() - t_grammar
         for i, row in enumerate(rows):
             if row.generated:
                 yield i, tokens.bytes_of(row.generated)
@@ -828,6 +836,7 @@ class _Decoder:
                         logits[:, eos] = -np.inf
             sampled = _sample(logits, params, rng)
             deltas: list[tuple[int, bytes]] = []
+            t_grammar = time.perf_counter_ns()
             for i in active:
                 row = rows[i]
                 t = int(sampled[i])
@@ -850,6 +859,7 @@ class _Decoder:
                 row.feed = chunk
                 deltas.append((i, tokens.bytes_of(chunk)))
                 self._check_done(row)
+            self.stats.grammar_ns += time.perf_counter_ns() - t_grammar
             yield from deltas
             if all(r.done for r in rows):
                 break
@@ -934,6 +944,7 @@ def finalize(
         total_ms=stats.total_ns / 1e6,
         mask_us_per_token=(stats.mask_ns / 1e3 / stats.masked_steps) if stats.masked_steps else 0.0,
         tokens_per_s=len(outcome.token_ids) / decode_s if outcome.token_ids else 0.0,
+        grammar_ms=(stats.mask_ns + stats.grammar_ns) / 1e6 if stats.masked_steps else 0.0,
     )
     return GenerationResult(
         value=value,

@@ -137,8 +137,8 @@ class StructuredFunction(Generic[R]):
                 )
             if name not in params:
                 raise ValueError(
-                    f"the docstring of {self._fn.__qualname__} refers to {{{name}}}, which is not a "
-                    f"parameter (parameters: {', '.join(params) or 'none'})"
+                    f"the docstring of {self._fn.__qualname__} refers to {{{name}}}, which is "
+                    f"not a parameter (parameters: {', '.join(params) or 'none'})"
                 )
 
     # ------------------------------------------------------------------------------ pieces

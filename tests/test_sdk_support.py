@@ -21,7 +21,8 @@ np = pytest.importorskip("numpy")
 
 LLAMA3_CHAT_TEMPLATE = (
     "{{ '<|begin_of_text|>' }}{% for m in messages %}"
-    "{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\\n\\n' + m['content'] + '<|eot_id|>' }}"
+    "{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\\n\\n' + m['content'] "
+    "+ '<|eot_id|>' }}"
     "{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"
 )
