@@ -21,6 +21,7 @@ import json
 import signal
 import sys
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,7 +77,11 @@ def check_schema(row: dict[str, Any], layout: dict[str, Any], timeout: float) ->
         signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         try:
-            tr = translate(row["schema"], **layout)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                tr = translate(row["schema"], **layout)
+            if caught:
+                res["warnings"] = [str(w.message)[:200] for w in caught]
         except UnsupportedSchemaError as e:
             res.update(outcome="unsupported", detail=f"{e.keyword or '-'}: {e}")
             return res
