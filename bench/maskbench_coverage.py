@@ -60,7 +60,6 @@ def subsets() -> list[str]:
 def check_schema(row: dict[str, Any], layout: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Classify one MaskBench row: ``{"outcome", "detail", "fn", "fp", "docs", "seconds"}``."""
     from structout._engine import compile_grammar
-
     from structout.errors import (
         GrammarError,
         LimitExceededError,

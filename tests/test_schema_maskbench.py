@@ -16,7 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
-import maskbench_coverage as mb  # noqa: E402
+import maskbench_coverage as mb
 
 EVERY = 40
 COVERAGE_FLOOR = 0.95
