@@ -32,7 +32,7 @@ Sym = Any
 Alt = list[Sym]
 
 MAX_OBJ_VARIANTS = 64
-MAX_TAIL_CONSTRAINTS = 6
+MAX_TAIL_REGIONS = 64
 MAX_TAIL_EXISTS = 4
 REGEX_STATE_BUDGET = 3000
 REGEX_NEST_BUDGET = 100
@@ -904,34 +904,34 @@ class Emitter:
     def _tail_regions(
         self, tail: Sequence[tuple[sl.Formula, Node]], order: list[str], node: Node
     ) -> list[tuple[sl.Formula, Node]]:
-        """Partition unnamed keys by which tail constraints apply; drop impossible parts."""
+        """Partition unnamed keys by which tail constraints apply; drop impossible parts.
+
+        Regions are split one constraint at a time (inside / outside its key language) and
+        empty key languages are dropped right away, so disjoint patterns stay linear.
+        """
         alg = self.alg
         unnamed = sl.f_not(sl.f_lit(*order)) if order else sl.ALL
-        if not tail:
-            return [(unnamed, alg.ANY)]
-        if len(tail) > MAX_TAIL_CONSTRAINTS:
-            raise Unsupported("too many overlapping patternProperties", "patternProperties")
-        out = []
-        m = len(tail)
-        for mask in range(1 << m):
-            inside = [tail[i] for i in range(m) if mask >> i & 1]
-            value = alg.and_all(v for _, v in inside)
-            if value.kind == "never":
-                continue
-            keyf = sl.f_and(
-                unnamed,
-                *(f for f, _ in inside),
-                *(sl.f_not(tail[i][0]) for i in range(m) if not mask >> i & 1),
-            )
-            if keyf == sl.NOTHING:
-                continue
-            try:
-                if sl.is_empty(keyf):
-                    continue
-            except am.AutomatonTooLarge:
-                pass
-            out.append((keyf, value))
-        return out
+        regions: list[tuple[sl.Formula, Node]] = [(unnamed, alg.ANY)]
+        for f, v in tail:
+            split: list[tuple[sl.Formula, Node]] = []
+            for kf, val in regions:
+                for part_f, part_v in (
+                    (sl.f_and(kf, f), alg.and_(val, v)),
+                    (sl.f_and(kf, sl.f_not(f)), val),
+                ):
+                    if part_f == sl.NOTHING or self._key_empty(part_f):
+                        continue
+                    split.append((part_f, part_v))
+            regions = split
+            if len(regions) > MAX_TAIL_REGIONS:
+                raise Unsupported("too many overlapping patternProperties", "patternProperties")
+        return [(kf, val) for kf, val in regions if val.kind != "never"]
+
+    def _key_empty(self, f: sl.Formula) -> bool:
+        try:
+            return sl.is_empty(f)
+        except am.AutomatonTooLarge:
+            return False
 
     def _object_variant(
         self,
