@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections.abc import Generator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
@@ -115,6 +116,9 @@ class SamplingParams:
     jump_forward: bool = True
     #: Unconstrained generation only: never stop at EOS (used by benchmarks).
     ignore_eos: bool = False
+    #: Fill the next step's token masks in a worker thread during the forward pass (used only
+    #: where that runs in parallel: accelerators, or CPUs with a core torch does not use).
+    overlap: bool = True
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -619,6 +623,35 @@ def _apply_bitmask_cpu(logits: torch.Tensor, bitmask: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------- decode loop
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _mask_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="structout-mask")
+        return _pool
+
+
+def _overlap_helps(hf_model: Any) -> bool:
+    """Whether filling masks during the forward pass can run in parallel with it: on an
+    accelerator, or when torch leaves a CPU core free (otherwise the two compete for cores and
+    torch's thread pool stalls)."""
+    import os
+
+    import torch
+
+    try:
+        device = next(hf_model.parameters()).device
+    except (StopIteration, AttributeError):
+        return False
+    if device.type != "cpu":
+        return True
+    return torch.get_num_threads() < (os.cpu_count() or 1)
+
+
 @dataclass
 class RowRequest:
     """One sequence to generate."""
@@ -683,6 +716,7 @@ class _Decoder:
         self.api: Any = _engine_api() if any(r.matcher is not None for r in self.rows) else None
         self._bitmask: Any = None
         self._scratch: Any = None
+        self._overlap = self.api is not None and params.overlap and _overlap_helps(hf_model)
 
     # ---- masks
     def _alloc(self, n: int) -> Any:
@@ -694,14 +728,17 @@ class _Decoder:
         matcher.fill_next_token_bitmask(self._scratch, 0)
         return self._scratch
 
-    def _mask_logits(self, logits: np.ndarray, active: list[int]) -> None:
-        """Fill bitmasks for constrained active rows and apply them to ``logits`` in place."""
+    def _fill_masks(self, active: list[int]) -> tuple[Any, list[int], int]:
+        """Fill the bitmask rows of the constrained rows among ``active``.
 
+        Returns ``(bitmask, constrained rows, nanoseconds)``. Safe to run in a worker thread while
+        the main thread runs the forward pass: nothing else touches the matchers meanwhile, and
+        the native fill releases the GIL.
+        """
+        t0 = time.perf_counter_ns()
         constrained = [i for i in active if self.rows[i].matcher is not None]
         if not constrained:
-            return
-        t0 = time.perf_counter_ns()
-        api = self.api
+            return None, constrained, 0
         n_rows = len(self.rows)
         if self._bitmask is None:
             self._bitmask = self._alloc(n_rows)
@@ -711,23 +748,29 @@ class _Decoder:
         else:
             # One native call fills every constrained row in parallel (GIL released); rows of
             # unconstrained requests allow everything.
-            api.fill_next_token_bitmasks(
+            self.api.fill_next_token_bitmasks(
                 [self.rows[i].matcher for i in constrained], bm, rows=constrained
             )
             for i in active:
                 if self.rows[i].matcher is None:
                     bm[i] = -1
-        full = bm
+        return bm, constrained, time.perf_counter_ns() - t0
+
+    def _mask_logits(self, logits: np.ndarray, filled: tuple[Any, list[int], int]) -> None:
+        """Apply filled bitmasks to ``logits`` in place (rows that are done are never sampled)."""
+        bm, constrained, fill_ns = filled
+        if not constrained:
+            return
+        t0 = time.perf_counter_ns()
         for i in constrained:
-            if not full[i].any():
+            if not bm[i].any():
                 raise StructoutError(
                     f"no token can continue the output in row {i} (generated so far: "
                     f"{self.tokens.bytes_of(self.rows[i].generated)!r}); the vocabulary cannot "
                     "produce the bytes the grammar requires next"
                 )
-        # Rows that are done keep whatever mask they get; their logits are never sampled.
-        _apply_bitmask_np(logits, full)
-        self.stats.mask_ns += time.perf_counter_ns() - t0
+        _apply_bitmask_np(logits, bm)
+        self.stats.mask_ns += fill_ns + time.perf_counter_ns() - t0
         self.stats.masked_steps += len(constrained)
 
     # ---- jump-forward
@@ -824,12 +867,15 @@ class _Decoder:
         if all(r.done for r in rows):
             return self._finish(t_start, t_start, session)
         logits = session.feed(first)
+        prefilled: Future[tuple[Any, list[int], int]] | None = None
         t_prefill = time.perf_counter_ns()
         self.stats.prefill_ns = t_prefill - t_start
 
         while True:
             active = [i for i, r in enumerate(rows) if not r.done]
-            self._mask_logits(logits, active)
+            filled = prefilled.result() if prefilled is not None else self._fill_masks(active)
+            prefilled = None
+            self._mask_logits(logits, filled)
             if params.ignore_eos:
                 for eos in tokens.eos_token_ids:
                     if eos < logits.shape[-1]:
@@ -863,7 +909,18 @@ class _Decoder:
             yield from deltas
             if all(r.done for r in rows):
                 break
-            logits = session.feed([r.feed if not r.done else [] for r in rows])
+            if self._overlap:
+                # The next masks depend only on the tokens just accepted: fill them in a worker
+                # thread while the forward pass runs.
+                prefilled = _mask_pool().submit(
+                    self._fill_masks, [i for i, r in enumerate(rows) if not r.done]
+                )
+            try:
+                logits = session.feed([r.feed if not r.done else [] for r in rows])
+            except BaseException:
+                if prefilled is not None:
+                    prefilled.exception()  # wait for the worker; the forward's error wins
+                raise
         return self._finish(t_start, t_prefill, session)
 
     def _fit_budget(self, row: _Row, chunk: list[int]) -> list[int]:

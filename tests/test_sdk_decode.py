@@ -311,3 +311,28 @@ def test_schema_instruction_lists_fields_in_plain_words() -> None:
     # Schemas that cannot be put in words are shown as JSON Schema.
     weird = resolve_schema({"not": {"type": "string"}}).instruction
     assert weird is not None and weird.endswith('{"not": {"type": "string"}}')
+
+
+def test_masks_filled_during_the_forward_pass_give_identical_output(
+    model: Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompts = ["one", "two two", "three three three"]
+    schemas: list[Any] = [_grammar(*PERSON_CHOICES), _grammar("yes", "no"), None]
+    kw: dict[str, Any] = {"max_new_tokens": 40, "temperature": 1.0, "seed": 11}
+    monkeypatch.setattr(gen, "_overlap_helps", lambda hf_model: False)
+    serial = model.generate_batch(prompts, schemas, **kw)
+    serial_one = model.generate("p", _grammar(*PERSON_CHOICES), **kw)
+    calls: list[int] = []
+    real_fill = gen._Decoder._fill_masks
+
+    def fill_in_worker(self: Any, active: list[int]) -> Any:
+        import threading
+
+        calls.append(threading.current_thread() is threading.main_thread())
+        return real_fill(self, active)
+
+    monkeypatch.setattr(gen, "_overlap_helps", lambda hf_model: True)
+    monkeypatch.setattr(gen._Decoder, "_fill_masks", fill_in_worker)
+    assert model.generate_batch(prompts, schemas, **kw) == serial
+    assert model.generate("p", _grammar(*PERSON_CHOICES), **kw) == serial_one
+    assert False in calls  # most fills ran in the worker thread
