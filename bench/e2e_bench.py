@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -93,6 +94,7 @@ def _run(model: Any, mode: str, n_tokens: int, max_new: int) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         return {
             "tokens": n_tokens,
+            "grammar_ms": 0.0,
             "decode_tps": float("nan"),
             "e2e_ms": wall * 1e3,
             "passes": n_tokens,
@@ -125,6 +127,7 @@ def _run(model: Any, mode: str, n_tokens: int, max_new: int) -> dict[str, Any]:
         "passes": res.forward_passes,
         "forced": res.forced_tokens,
         "mask_us": t.mask_us_per_token,
+        "grammar_ms": t.grammar_ms,
         "text": res.text if mode != "unconstrained" else None,
     }
 
@@ -158,10 +161,13 @@ def main() -> int:
         return_result=True,
     )
     n_tokens = len(first.token_ids)
+    from structout.generation import _overlap_helps
+
     print(
         f"SmolLM2-135M-Instruct on CPU ({torch.get_num_threads()} torch threads, "
-        f"{platform.processor() or platform.machine()}), model load {load_s:.1f} s, "
-        f"structout {getattr(structout, '__version__', '?')}"
+        f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}), "
+        f"model load {load_s:.1f} s, structout {getattr(structout, '__version__', '?')}, "
+        f"masks overlapped with the forward pass: {_overlap_helps(model.hf_model)}"
     )
     print(f"output: {n_tokens} tokens, compile {first.timings.compile_ms:.1f} ms (cold)")
     print(f"  {first.text}")
@@ -186,14 +192,14 @@ def main() -> int:
     print()
     print(
         f"{'mode':<16}{'tokens':>8}{'passes':>8}{'forced':>8}{'decode tok/s':>14}"
-        f"{'end-to-end ms':>15}{'mask us/tok':>13}"
+        f"{'end-to-end ms':>15}{'mask us/tok':>13}{'grammar ms':>12}"
     )
     for mode in modes:
         tps = med(mode, "decode_tps")
         print(
             f"{mode:<16}{med(mode, 'tokens'):>8.0f}{med(mode, 'passes'):>8.0f}"
             f"{med(mode, 'forced'):>8.0f}{tps:>14.2f}{med(mode, 'e2e_ms'):>15.0f}"
-            f"{med(mode, 'mask_us'):>13.1f}"
+            f"{med(mode, 'mask_us'):>13.1f}{med(mode, 'grammar_ms'):>12.1f}"
         )
     ratio_c = med("constrained", "decode_tps") / med("unconstrained", "decode_tps")
     ratio_jf_tps = med("constrained+jf", "decode_tps") / med("constrained", "decode_tps")
