@@ -68,6 +68,9 @@ struct Gen<'r> {
     n_nts: usize,
     /// Index of the literal-only nonterminal used as an `except!` argument, if any.
     stop: Option<usize>,
+    /// "Wide" grammars: long concatenations (many nullable items), big alternations of terminals
+    /// (merged into one DFA by the engine) and counts above the engine's linear-expansion limit.
+    wide: bool,
 }
 
 impl Gen<'_> {
@@ -202,14 +205,20 @@ impl Gen<'_> {
             return self.atom();
         }
         let sub = |g: &mut Self| Box::new(g.expr(depth - 1));
+        let (seq_max, alt_max) = if self.wide { (6, 8) } else { (3, 3) };
         match self.rng.gen_range(0..100) {
             0..=29 => Expr::Seq(
-                (0..self.rng.gen_range(2..=3))
+                (0..self.rng.gen_range(2..=seq_max))
                     .map(|_| self.expr(depth - 1))
                     .collect(),
             ),
+            30..=39 if self.wide => Expr::Alt(
+                (0..self.rng.gen_range(2..=alt_max))
+                    .map(|_| self.atom())
+                    .collect(),
+            ),
             30..=49 => Expr::Alt(
-                (0..self.rng.gen_range(2..=3))
+                (0..self.rng.gen_range(2..=alt_max))
                     .map(|_| self.expr(depth - 1))
                     .collect(),
             ),
@@ -220,11 +229,12 @@ impl Gen<'_> {
             71..=73 => Expr::Brace(sub(self)),
             74..=80 => Expr::Plus(sub(self)),
             _ => {
-                let m = self.rng.gen_range(0..=3);
+                let (m_max, extra) = if self.wide { (7, 7) } else { (3, 2) };
+                let m = self.rng.gen_range(0..=m_max);
                 let max = match self.rng.gen_range(0..3) {
                     0 => Some(m),
                     1 => None,
-                    _ => Some(m + self.rng.gen_range(1..=2)),
+                    _ => Some(m + self.rng.gen_range(1..=extra)),
                 };
                 Expr::Rep(sub(self), m, max)
             }
@@ -279,7 +289,13 @@ fn random_grammar(rng: &mut SmallRng) -> Gram {
         comments: rng.gen_bool(0.15),
         double_quotes: rng.gen_bool(0.3),
     };
-    let mut gen = Gen { rng, n_nts, stop };
+    let wide = rng.gen_bool(0.25);
+    let mut gen = Gen {
+        rng,
+        n_nts,
+        stop,
+        wide,
+    };
     let mut rules = Vec::new();
     for n in 0..n_nts {
         let rs = gen.rules_for(n);
@@ -311,10 +327,16 @@ fn random_grammar(rng: &mut SmallRng) -> Gram {
         ));
     }
     rules.shuffle(rng);
+    // Now and then another nonterminal is the configured start symbol.
+    let start = if rng.gen_bool(0.1) {
+        rng.gen_range(0..n_nts)
+    } else {
+        0
+    };
     Gram {
         names,
         rules,
-        start: 0,
+        start,
         style,
     }
 }
@@ -333,7 +355,8 @@ fn random_strings(
             alphabet.push(b);
         }
     }
-    let cap = 12;
+    // Longer strings now and then (counted repetitions above 4 need them).
+    let cap = if rng.gen_bool(0.2) { 20 } else { 12 };
     let mut out = Vec::new();
     for k in 0..count {
         let mut s = match k % 4 {
@@ -437,6 +460,17 @@ impl Checker<'_> {
                 ),
             );
         }
+        let exp_dead = !exp.iter().any(|b| *b);
+        if r.is_dead() != exp_dead {
+            return fail(
+                "dead",
+                format!(
+                    "{when}: is_dead() after {}: expected {exp_dead}, got {}",
+                    esc(p),
+                    r.is_dead()
+                ),
+            );
+        }
         Ok(())
     }
 
@@ -481,7 +515,9 @@ impl Checker<'_> {
         let at: &[u8] = if got { s } else { &[] };
         self.state(&r2, at, "after feed(whole string)")?;
 
-        // 3. Rollback and re-feed.
+        // 3. Rollback past the end is a no-op; rollback and re-feed.
+        r.rollback_to(p.len() + 3);
+        self.state(&r, &p, "after rollback_to(len + 3)")?;
         for _ in 0..2 {
             let k = rng.gen_range(0..=p.len());
             r.rollback_to(k);
@@ -517,7 +553,7 @@ fn run_case(
 ) -> Result<usize, (Failure, Vec<u8>)> {
     let text = gram.render();
     let mut reference = Reference::new(gram);
-    let compiled = compile(&text);
+    let compiled = compile_with_start(&text, &gram.names[gram.start]);
     if !reference.productive() {
         return match compiled {
             Ok(_) => Err((
@@ -858,7 +894,11 @@ fn empty_languages_are_rejected() {
         }
         found += 1;
         let text = gram.render();
-        assert!(compile(&text).is_err(), "empty language accepted:\n{text}");
+        assert!(
+            compile_with_start(&text, &gram.names[gram.start]).is_err(),
+            "empty language accepted (start `{}`):\n{text}",
+            gram.names[gram.start]
+        );
         if found == 100 {
             break;
         }
@@ -893,6 +933,7 @@ fn reference_regex_agrees_with_regex_automata() {
                 rng: &mut rng,
                 n_nts: 1,
                 stop: None,
+                wide: false,
             };
             gen.regex(3, false)
         };
@@ -1009,4 +1050,47 @@ fn reference_sanity() {
     assert!(r.viable(b"aaaa") && !r.complete(b"aaaa"));
     assert!(!r.viable(b"c"));
     assert_eq!(g.render(), "start ::= #\"[ab]+\" 'c' | 'a'{2,3};\n");
+}
+
+/// One compiled grammar serves recognizers on several threads at once.
+#[test]
+fn grammar_shared_across_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Grammar>();
+    send::<Recognizer>();
+    let mut rng = SmallRng::seed_from_u64(3);
+    let mut cases = Vec::new();
+    while cases.len() < 30 {
+        let gram = random_grammar(&mut rng);
+        let mut reference = Reference::new(&gram);
+        if !reference.has_nonempty() {
+            continue;
+        }
+        let strings = random_strings(&gram, &reference, &mut rng, 12);
+        let expected: Vec<(bool, bool)> = strings.iter().map(|s| reference.status(s)).collect();
+        let g = compile_with_start(&gram.render(), &gram.names[gram.start])
+            .unwrap_or_else(|e| panic!("{}\n{e}", gram.render()));
+        cases.push((g, strings, expected));
+    }
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let cases = &cases;
+            scope.spawn(move || {
+                for _ in 0..20 {
+                    for (g, strings, expected) in cases {
+                        for (k, s) in strings.iter().enumerate().skip(t % 2) {
+                            let mut r = Recognizer::new(g.clone());
+                            let got = (r.feed(s), r.is_complete());
+                            let (viable, complete) = expected[k];
+                            assert_eq!(got.0, viable, "thread {t}: feed({})", esc(s));
+                            if viable {
+                                assert_eq!(got.1, complete, "thread {t}: complete({})", esc(s));
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
 }

@@ -42,6 +42,17 @@ pub fn compile(text: &str) -> Result<Arc<Grammar>, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Compiles grammar text with another start symbol.
+pub fn compile_with_start(text: &str, start: &str) -> Result<Arc<Grammar>, String> {
+    let opts = CompileOptions {
+        start: start.to_string(),
+        ..CompileOptions::default()
+    };
+    Grammar::compile(text, &opts)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
+}
+
 /// The engine's allowed-next-bytes set as a plain array.
 pub fn allowed(r: &Recognizer) -> [bool; 256] {
     let set = r.allowed_bytes();
