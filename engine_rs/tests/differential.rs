@@ -1094,3 +1094,161 @@ fn grammar_shared_across_threads() {
         }
     });
 }
+
+/// Counted repetitions far above the engine's linear-expansion limit, against a closed-form
+/// recognizer: `(t1 | t2 | ...){m,n}` over a finite token set.
+#[test]
+fn large_counted_repetitions() {
+    /// `(viable, complete)` of every prefix `w[..l]` (index `l`) for "a concatenation of k
+    /// tokens, m <= k <= n".
+    fn token_reps(tokens: &[&[u8]], m: usize, n: Option<usize>, w: &[u8]) -> Vec<(bool, bool)> {
+        let cap = n.unwrap_or(w.len() + m + 1);
+        let longest = tokens.iter().map(|t| t.len()).max().unwrap();
+        // counts[i][c]: c tokens can end exactly at byte i (c <= cap).
+        let mut counts: Vec<Vec<bool>> = vec![vec![false; cap + 1]; w.len() + 1];
+        counts[0][0] = true;
+        for i in 0..w.len() {
+            for c in 0..cap {
+                if counts[i][c] {
+                    for t in tokens {
+                        if w[i..].starts_with(t) {
+                            counts[i + t.len()][c + 1] = true;
+                        }
+                    }
+                }
+            }
+        }
+        (0..=w.len())
+            .map(|l| {
+                let complete = (m..=cap).any(|c| counts[l][c]);
+                // Or some count c < cap ends at i and w[i..l] is a proper prefix of a token.
+                let inside = (l.saturating_sub(longest)..=l).any(|i| {
+                    (0..cap).any(|c| {
+                        counts[i][c]
+                            && tokens
+                                .iter()
+                                .any(|t| t.len() > l - i && t.starts_with(&w[i..l]))
+                    })
+                });
+                (complete || inside, complete)
+            })
+            .collect()
+    }
+    let cases: &[(&str, &[&[u8]], usize, Option<usize>)] = &[
+        ("start ::= 'a'{100};", &[b"a"], 100, Some(100)),
+        ("start ::= 'a'{100,200};", &[b"a"], 100, Some(200)),
+        ("start ::= 'a'{37,};", &[b"a"], 37, None),
+        ("start ::= 'a'{0,129};", &[b"a"], 0, Some(129)),
+        ("start ::= ('a' | 'bc'){5,40};", &[b"a", b"bc"], 5, Some(40)),
+        (
+            "start ::= ('ab' | 'a' | 'ba'){17,33};",
+            &[b"ab", b"a", b"ba"],
+            17,
+            Some(33),
+        ),
+        ("start ::= ('x' | 'xx'){9};", &[b"x", b"xx"], 9, Some(9)),
+        ("start ::= #\"[ab]\"{64,65};", &[b"a", b"b"], 64, Some(65)),
+        (
+            "start ::= ('a' 'b'?){6,1000};",
+            &[b"a", b"ab"],
+            6,
+            Some(1000),
+        ),
+    ];
+    let mut rng = SmallRng::seed_from_u64(12);
+    for (text, tokens, m, n) in cases {
+        let g = compile(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let hi = n.unwrap_or(*m) + 10;
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        for k in [
+            0,
+            1,
+            m.saturating_sub(1),
+            *m,
+            m + 1,
+            hi - 11,
+            hi - 10,
+            hi - 9,
+            hi,
+        ] {
+            // k random tokens, plus a copy with one byte changed.
+            let w: Vec<u8> = (0..k)
+                .flat_map(|_| tokens[rng.gen_range(0..tokens.len())].to_vec())
+                .collect();
+            let mut bad = w.clone();
+            if !bad.is_empty() {
+                let at = rng.gen_range(0..bad.len());
+                bad[at] = *b"abcx".choose(&mut rng).unwrap();
+            }
+            inputs.push(w);
+            inputs.push(bad);
+        }
+        for w in &inputs {
+            let expected = token_reps(tokens, *m, *n, w);
+            let mut r = Recognizer::new(g.clone());
+            assert_eq!(r.is_complete(), expected[0].1, "{text}: empty input");
+            for (i, &b) in w.iter().enumerate() {
+                let (viable, complete) = expected[i + 1];
+                let got = r.feed_byte(b);
+                assert_eq!(got, viable, "{text}: feed_byte at {i} of {}", esc(w));
+                if !viable {
+                    break;
+                }
+                let c = r.is_complete();
+                assert_eq!(c, complete, "{text}: complete after {}", esc(&w[..=i]));
+            }
+        }
+    }
+}
+
+/// Regex terminals beyond the generator's alphabet (Unicode classes, flags, escapes) accept
+/// exactly what `regex_automata::meta::Regex` matches in full.
+#[test]
+fn regex_terminals_agree_with_regex_crate() {
+    let patterns = [
+        r"\d+",
+        r"\w+@\w+\.com",
+        r"\p{Greek}+",
+        r"[^\x00-\x7F]+",
+        r"(?i)abc|xyz",
+        r"[a-c&&b-d]+",
+        r"a{2,5}?",
+        r"(?s).{0,3}",
+        r".{2}",
+        r"[\u{e9}-\u{20ac}]*z",
+        r"\s*[\[\]]\s*",
+        r"(?:\\.|[^\\\x22])*",
+        r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?",
+        r"\x41\u{3b1}\t",
+        r"(?-u:\xff)[\x80-\xbf]?",
+    ];
+    let pieces: Vec<Vec<u8>> = [
+        "a", "b", "c", "x", "y", "z", "A", "B", "Z", "0", "7", "٣", "α", "Ω", "é", "€", "😀", "@",
+        ".com", " ", "\t", "\n", "[", "]", "\\", "\"", "-", "+", "e", "E", ".",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .chain([vec![0xff], vec![0x80], vec![0xc3]])
+    .collect();
+    let mut rng = SmallRng::seed_from_u64(21);
+    let mut matched = 0;
+    for p in patterns {
+        let g = compile(&format!("start ::= #\"{}\";", p.replace('"', "\\\"")))
+            .unwrap_or_else(|e| panic!("{p}: {e}"));
+        let meta = regex_automata::meta::Regex::builder()
+            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+            .build(&format!("^(?:{p})$"))
+            .unwrap();
+        for _ in 0..3000 {
+            let w: Vec<u8> = (0..rng.gen_range(0..6))
+                .flat_map(|_| pieces.choose(&mut rng).unwrap().clone())
+                .collect();
+            let exp = meta.is_match(w.as_slice());
+            let mut r = Recognizer::new(g.clone());
+            let got = r.feed(&w) && r.is_complete();
+            assert_eq!(got, exp, "pattern {p} on {}", esc(&w));
+            matched += exp as usize;
+        }
+    }
+    assert!(matched > 2000, "too few matching samples: {matched}");
+}
