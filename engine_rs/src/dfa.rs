@@ -260,7 +260,13 @@ fn build_ra(pattern: &str, size_limit: usize) -> Result<dense::DFA<Vec<u32>>, Df
         )
         .build(pattern)
         .map_err(|e| {
-            let msg = e.to_string();
+            let mut msg = e.to_string();
+            let mut src = std::error::Error::source(&e);
+            while let Some(inner) = src {
+                msg.push_str(": ");
+                msg.push_str(&inner.to_string());
+                src = inner.source();
+            }
             if msg.contains("exceeded") || msg.contains("limit") {
                 DfaError::TooBig { limit: size_limit }
             } else if let Some(syn) = std::error::Error::source(&e) {

@@ -193,9 +193,11 @@ impl Recognizer {
 
     pub fn try_feed(&mut self, bytes: &[u8]) -> Result<bool, EngineError> {
         let len = self.len();
-        // Growing by doubling would copy the buffers repeatedly on long inputs.
-        self.sets.reserve(bytes.len());
-        self.items.reserve(bytes.len() * 2);
+        // Growing by doubling would copy the buffers repeatedly on long inputs; the reservation is
+        // capped so a rejected huge input does not leave a huge allocation behind.
+        let hint = bytes.len().min(1 << 12);
+        self.sets.reserve(hint);
+        self.items.reserve(hint * 2);
         for &b in bytes {
             match self.try_feed_byte(b) {
                 Ok(true) => {}
@@ -404,13 +406,15 @@ impl Recognizer {
     fn finish_set(&mut self, index: u32, complete: bool) -> Result<(), EngineError> {
         let total = self.items.len() + self.scratch.scan.len() + self.scratch.wait.len();
         let opts = &self.grammar.options;
-        if self.scratch.scan.len() + self.scratch.wait.len() > opts.max_items_per_set {
+        // The initial set is bounded by the grammar's size; limits apply to input-driven sets.
+        let limited = index > 0;
+        if limited && self.scratch.scan.len() + self.scratch.wait.len() > opts.max_items_per_set {
             return Err(EngineError::Limit {
                 limit: "max_items_per_set",
                 value: opts.max_items_per_set,
             });
         }
-        if total > opts.max_total_items {
+        if limited && total > opts.max_total_items {
             return Err(EngineError::Limit {
                 limit: "max_total_items",
                 value: opts.max_total_items,
@@ -689,6 +693,8 @@ impl Build<'_> {
     fn run_completions(&mut self, here: u32) -> Result<bool, EngineError> {
         let mut complete = false;
         let max_items = self.opts.max_items_per_set;
+        let max_work = self.opts.max_work_per_byte;
+        let mut work = 0usize;
         while let Some((lhs, origin)) = self.s.completions.pop() {
             if !self.first_completion(lhs, origin) {
                 continue;
@@ -701,6 +707,13 @@ impl Build<'_> {
                 continue;
             }
             let set = self.sets[origin as usize];
+            work += (set.end - set.wait) as usize + 1;
+            if work > max_work {
+                return Err(EngineError::Limit {
+                    limit: "max_work_per_byte",
+                    value: max_work,
+                });
+            }
             for k in set.wait as usize..set.end as usize {
                 let it = self.items[k];
                 if self.lnf.syms[it.pos as usize] == LSym::Nt(lhs) {

@@ -67,8 +67,14 @@ pub struct CompileError {
 }
 
 impl CompileError {
-    pub fn new(source: &str, diagnostics: Vec<Diagnostic>) -> CompileError {
+    pub fn new(source: &str, mut diagnostics: Vec<Diagnostic>) -> CompileError {
         debug_assert!(!diagnostics.is_empty());
+        // Spans never point past the text, whatever produced them.
+        let len = source.len() as u32;
+        for d in &mut diagnostics {
+            d.span.start = d.span.start.min(len);
+            d.span.end = d.span.end.clamp(d.span.start, len);
+        }
         CompileError {
             source: source.to_owned(),
             diagnostics,

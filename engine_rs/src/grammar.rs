@@ -19,6 +19,9 @@ pub struct CompileOptions {
     pub max_items_per_set: usize,
     /// Earley items allowed in total for one recognizer (bounds memory per sequence).
     pub max_total_items: usize,
+    /// Completion steps allowed while reading one byte (bounds time per byte on highly
+    /// ambiguous grammars, whose work per byte can grow with the input length).
+    pub max_work_per_byte: usize,
 }
 
 impl Default for CompileOptions {
@@ -30,6 +33,7 @@ impl Default for CompileOptions {
             max_grammar_symbols: 4 << 20,
             max_items_per_set: 1 << 16,
             max_total_items: 1 << 27,
+            max_work_per_byte: 1 << 18,
         }
     }
 }

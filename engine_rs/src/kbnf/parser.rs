@@ -75,7 +75,7 @@ impl<'a> Parser<'a> {
             while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
                 self.pos += 1;
             }
-            if self.src[self.pos..].starts_with(b"(*") {
+            if self.src.get(self.pos..).unwrap_or(&[]).starts_with(b"(*") {
                 let start = self.pos;
                 match find(&self.src[self.pos + 2..], b"*)") {
                     Some(i) => self.pos += 2 + i + 2,
@@ -101,7 +101,7 @@ impl<'a> Parser<'a> {
                     while let Some(d) = self.peek() {
                         self.pos += 1;
                         if d == b'\\' {
-                            self.pos += 1;
+                            self.pos = (self.pos + 1).min(self.src.len());
                         } else if d == c || d == b'\n' {
                             break;
                         }
@@ -114,7 +114,7 @@ impl<'a> Parser<'a> {
 
     fn expect(&mut self, token: &[u8], what: &str, hint: &str) -> PResult<()> {
         self.skip_trivia()?;
-        if self.src[self.pos..].starts_with(token) {
+        if self.src.get(self.pos..).unwrap_or(&[]).starts_with(token) {
             self.pos += token.len();
             Ok(())
         } else {
@@ -130,7 +130,7 @@ impl<'a> Parser<'a> {
         match self.peek() {
             None => "end of input".to_owned(),
             Some(_) => {
-                let rest = &self.src[self.pos..];
+                let rest = self.src.get(self.pos..).unwrap_or(&[]);
                 let s = String::from_utf8_lossy(&rest[..rest.len().min(12)]);
                 let first = s.split_whitespace().next().unwrap_or("").to_owned();
                 format!("`{first}`")
@@ -620,13 +620,13 @@ impl<'a> Parser<'a> {
                     )
                     .hint("close the regex with `\"`; write `\\\"` for a quote inside it"))
                 }
-                Some(b'\\') => self.pos += 2,
+                Some(b'\\') => self.pos = (self.pos + 2).min(self.src.len()),
                 Some(b'"') => break,
                 Some(_) => self.pos += 1,
             }
         }
         let end = self.pos.min(self.src.len());
-        self.pos = end + 1;
+        self.pos = (end + 1).min(self.src.len());
         match std::str::from_utf8(&self.src[start..end]) {
             Ok(s) => Ok(s.to_owned()),
             Err(_) => Err(syntax(Span::new(start, end), "regex is not valid UTF-8")),

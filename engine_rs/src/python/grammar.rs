@@ -32,6 +32,7 @@ pub(crate) fn options(
     max_grammar_symbols: Option<usize>,
     max_items_per_set: Option<usize>,
     max_total_items: Option<usize>,
+    max_work_per_byte: Option<usize>,
 ) -> CompileOptions {
     let d = CompileOptions::default();
     CompileOptions {
@@ -41,6 +42,7 @@ pub(crate) fn options(
         max_grammar_symbols: max_grammar_symbols.unwrap_or(d.max_grammar_symbols),
         max_items_per_set: max_items_per_set.unwrap_or(d.max_items_per_set),
         max_total_items: max_total_items.unwrap_or(d.max_total_items),
+        max_work_per_byte: max_work_per_byte.unwrap_or(d.max_work_per_byte),
     }
 }
 
@@ -149,7 +151,7 @@ impl PyRecognizer {
 /// Compiles KBNF text into a byte-level grammar; raises GrammarError / LimitExceededError.
 #[pyfunction]
 #[pyo3(signature = (text, start="start", *, dfa_size_limit=None, max_repetition=None,
-    max_grammar_symbols=None, max_items_per_set=None, max_total_items=None))]
+    max_grammar_symbols=None, max_items_per_set=None, max_total_items=None, max_work_per_byte=None))]
 #[allow(clippy::too_many_arguments)]
 fn compile_grammar(
     py: Python<'_>,
@@ -160,6 +162,7 @@ fn compile_grammar(
     max_grammar_symbols: Option<usize>,
     max_items_per_set: Option<usize>,
     max_total_items: Option<usize>,
+    max_work_per_byte: Option<usize>,
 ) -> PyResult<PyGrammar> {
     let opts = options(
         start,
@@ -168,6 +171,7 @@ fn compile_grammar(
         max_grammar_symbols,
         max_items_per_set,
         max_total_items,
+        max_work_per_byte,
     );
     guard(py, || {
         let text = text.to_owned();

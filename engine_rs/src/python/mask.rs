@@ -304,7 +304,7 @@ fn fill_next_token_bitmasks(
 /// Compiles KBNF text for a vocabulary, through the engine's cache.
 #[pyfunction]
 #[pyo3(signature = (text, vocab, start="start", *, dfa_size_limit=None, max_repetition=None,
-    max_grammar_symbols=None, max_items_per_set=None, max_total_items=None))]
+    max_grammar_symbols=None, max_items_per_set=None, max_total_items=None, max_work_per_byte=None))]
 #[allow(clippy::too_many_arguments)]
 fn compile_kbnf(
     py: Python<'_>,
@@ -316,6 +316,7 @@ fn compile_kbnf(
     max_grammar_symbols: Option<usize>,
     max_items_per_set: Option<usize>,
     max_total_items: Option<usize>,
+    max_work_per_byte: Option<usize>,
 ) -> PyResult<PyCompiledGrammar> {
     let vocab = extract_vocab(vocab)?;
     let opts = options(
@@ -325,6 +326,7 @@ fn compile_kbnf(
         max_grammar_symbols,
         max_items_per_set,
         max_total_items,
+        max_work_per_byte,
     );
     guard(py, || {
         let text = text.to_owned();
