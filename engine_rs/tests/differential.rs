@@ -1134,7 +1134,9 @@ fn large_counted_repetitions() {
             })
             .collect()
     }
-    let cases: &[(&str, &[&[u8]], usize, Option<usize>)] = &[
+    /// `(grammar, tokens, m, n)`.
+    type Case = (&'static str, &'static [&'static [u8]], usize, Option<usize>);
+    let cases: &[Case] = &[
         ("start ::= 'a'{100};", &[b"a"], 100, Some(100)),
         ("start ::= 'a'{100,200};", &[b"a"], 100, Some(200)),
         ("start ::= 'a'{37,};", &[b"a"], 37, None),

@@ -430,7 +430,7 @@ impl Nfa {
         }
     }
 
-    fn close(&self, set: &mut Vec<bool>) {
+    fn close(&self, set: &mut [bool]) {
         let mut stack: Vec<usize> = (0..set.len()).filter(|&s| set[s]).collect();
         while let Some(s) = stack.pop() {
             for &t in &self.eps[s] {
@@ -791,12 +791,12 @@ pub struct Reference {
 }
 
 /// The finite language of a literal-only expression.
-pub fn literal_language(g: &Gram, e: &Expr) -> Vec<Vec<u8>> {
+pub fn literal_language(e: &Expr) -> Vec<Vec<u8>> {
     match e {
         Expr::Lit(b) => vec![b.clone()],
-        Expr::Group(x) => literal_language(g, x),
+        Expr::Group(x) => literal_language(x),
         Expr::Alt(xs) => {
-            let mut out: Vec<Vec<u8>> = xs.iter().flat_map(|x| literal_language(g, x)).collect();
+            let mut out: Vec<Vec<u8>> = xs.iter().flat_map(literal_language).collect();
             out.sort();
             out.dedup();
             out
@@ -804,7 +804,7 @@ pub fn literal_language(g: &Gram, e: &Expr) -> Vec<Vec<u8>> {
         Expr::Seq(xs) => {
             let mut acc = vec![Vec::new()];
             for x in xs {
-                let l = literal_language(g, x);
+                let l = literal_language(x);
                 acc = acc
                     .iter()
                     .flat_map(|a| {
@@ -826,7 +826,7 @@ pub fn nonterminal_literal_language(g: &Gram, n: usize) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for (lhs, rhs) in &g.rules {
         if *lhs == n {
-            out.extend(literal_language(g, rhs));
+            out.extend(literal_language(rhs));
         }
     }
     out.sort();
