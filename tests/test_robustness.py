@@ -143,6 +143,27 @@ def test_ambiguous_grammar_hits_the_item_limit() -> None:
     assert bm[0, 0] & 0b110
 
 
+def test_ambiguous_grammar_with_default_limits_is_bounded_in_time() -> None:
+    """The work per byte on `S ::= S S | 'a'` grows with the input (~k^2/2 completion steps at
+    byte k); max_work_per_byte stops it long before it turns into a hang."""
+    g = so.compile_grammar("start ::= S; S ::= S S | 'a';")
+    r = g.recognizer()
+    t0 = time.perf_counter()
+    with pytest.raises(LimitExceededError, match="max_work_per_byte|max_items_per_set"):
+        for _ in range(100_000):
+            assert r.feed(b"a")
+            assert time.perf_counter() - t0 < BOUND_S, f"no limit after {len(r)} bytes"
+    n = len(r)
+    assert r.is_complete() and n > 100, "state unchanged by the failed byte"
+    # The bound is settable: a smaller one stops earlier.
+    g = so.compile_grammar("start ::= S; S ::= S S | 'a';", max_work_per_byte=5_000)
+    r = g.recognizer()
+    with pytest.raises(LimitExceededError, match="max_work_per_byte"):
+        for _ in range(100_000):
+            assert r.feed(b"a")
+    assert len(r) < n
+
+
 def test_max_total_items_bounds_a_sequence() -> None:
     g = so.compile_grammar("start ::= '[' start ']' | 'a';", max_total_items=50_000)
     r = g.recognizer()
@@ -196,25 +217,17 @@ def test_nul_bytes_and_odd_text() -> None:
         so.compile_grammar("(* only a comment *)")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug (reported): a trailing backslash in an unterminated literal/regex makes "
-    "the parser's error recovery slice past the end; the panic surfaces as "
-    "StructoutError('internal engine error') instead of GrammarError",
-)
 def test_trailing_backslash_is_a_grammar_error() -> None:
+    # Fuzz finding (fixed in b983bc8): error recovery sliced past the end of the text; the panic
+    # surfaced as StructoutError("internal engine error").
     for text in ["'''\\", 'r::=#"\\']:
         with pytest.raises(GrammarError):
             so.compile_grammar(text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=BaseException,
-    reason="engine bug (reported): Recognizer::reset expects the initial Earley set to fit "
-    "max_items_per_set; with a smaller limit recognizer()/matcher() raise pyo3 PanicException",
-)
 def test_item_limit_below_the_initial_set_is_not_a_panic() -> None:
+    # Fuzz finding (fixed in b983bc8): Recognizer::reset expected the initial set to fit the item
+    # limits and raised pyo3's PanicException (a BaseException) from recognizer()/matcher().
     text = "start ::= A | B 'x'; A ::= 'a' | C; C ::= 'c' 'd'; B ::= 'b' | 'bb' start;"
     try:
         g = so.compile_grammar(text, max_items_per_set=1)
@@ -226,13 +239,8 @@ def test_item_limit_below_the_initial_set_is_not_a_panic() -> None:
         pass
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug (reported): a regex over the NFA budget (1 MiB literal regex) raises "
-    "GrammarError 'invalid regex terminal: heap usage ... exceeded limit' instead of "
-    "LimitExceededError naming dfa_size_limit",
-)
 def test_megabyte_regex_is_a_limit_error() -> None:
+    # Fixed in b983bc8: the NFA budget error used to be a GrammarError ("invalid regex terminal").
     t0 = time.perf_counter()
     try:
         g = so.compile_grammar('start ::= #"' + "a" * MIB + '";')
@@ -608,6 +616,7 @@ def test_docs_limits_lists_every_option() -> None:
         "max_grammar_symbols",
         "max_items_per_set",
         "max_total_items",
+        "max_work_per_byte",
         "MAX_NESTING",
         "max_whitespace",
         "max_nesting",
