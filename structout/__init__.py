@@ -8,17 +8,6 @@ from __future__ import annotations
 
 from structout import errors
 from structout._engine import builtin_grammar, compile_grammar
-from structout.masks import (
-    CompiledGrammar,
-    Matcher,
-    allocate_token_bitmask,
-    apply_token_bitmask_,
-    cache_stats,
-    compile_kbnf,
-    configure_cache,
-    fill_next_token_bitmasks,
-)
-from structout.vocab import Vocabulary
 from structout.errors import (
     GrammarError,
     LimitExceededError,
@@ -29,28 +18,53 @@ from structout.errors import (
     UnsupportedSchemaError,
     VocabularyError,
 )
+from structout.generation import GenerationResult, Grammar
+from structout.masks import (
+    CompiledGrammar,
+    Matcher,
+    allocate_token_bitmask,
+    apply_token_bitmask_,
+    cache_stats,
+    compile_json_schema,
+    compile_kbnf,
+    compile_type,
+    configure_cache,
+    fill_next_token_bitmasks,
+)
+from structout.model import Model
+from structout.schema import to_kbnf
+from structout.structured import structured, use_model
+from structout.vocab import Vocabulary
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CompiledGrammar",
-    "Matcher",
-    "Vocabulary",
-    "allocate_token_bitmask",
-    "apply_token_bitmask_",
-    "cache_stats",
-    "compile_kbnf",
-    "configure_cache",
-    "fill_next_token_bitmasks",
-    "builtin_grammar",
-    "compile_grammar",
-    "errors",
+    "GenerationResult",
+    "Grammar",
     "GrammarError",
     "LimitExceededError",
+    "Matcher",
+    "Model",
     "SchemaError",
     "SchemaValidationError",
     "StructoutError",
     "TruncatedOutputError",
     "UnsupportedSchemaError",
+    "Vocabulary",
     "VocabularyError",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_",
+    "builtin_grammar",
+    "cache_stats",
+    "compile_grammar",
+    "compile_json_schema",
+    "compile_kbnf",
+    "compile_type",
+    "configure_cache",
+    "errors",
+    "fill_next_token_bitmasks",
+    "structured",
+    "to_kbnf",
+    "use_model",
 ]

@@ -7,17 +7,18 @@ schemas) and give a hint.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
-    "StructoutError",
     "GrammarError",
-    "SchemaError",
-    "UnsupportedSchemaError",
     "LimitExceededError",
-    "VocabularyError",
-    "TruncatedOutputError",
+    "SchemaError",
     "SchemaValidationError",
+    "StructoutError",
+    "TruncatedOutputError",
+    "UnsupportedSchemaError",
+    "VocabularyError",
 ]
 
 
@@ -65,7 +66,7 @@ class TruncatedOutputError(StructoutError):
 class SchemaValidationError(StructoutError):
     """The grammar was satisfied but validation (e.g. a Pydantic validator) failed."""
 
-    def __init__(self, message: str, text: str = "", errors: Optional[Sequence[Any]] = None) -> None:
+    def __init__(self, message: str, text: str = "", errors: Sequence[Any] | None = None) -> None:
         super().__init__(message)
         self.text = text
         self.errors = list(errors or [])

@@ -6,7 +6,8 @@ bit ``i % 32`` of word ``i // 32`` is set when token ``i`` is allowed.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -15,12 +16,14 @@ from structout import _engine
 __all__ = [
     "CompiledGrammar",
     "Matcher",
-    "compile_kbnf",
     "allocate_token_bitmask",
-    "fill_next_token_bitmasks",
     "apply_token_bitmask_",
     "cache_stats",
+    "compile_json_schema",
+    "compile_kbnf",
+    "compile_type",
     "configure_cache",
+    "fill_next_token_bitmasks",
 ]
 
 CompiledGrammar = _engine.CompiledGrammar
@@ -68,8 +71,8 @@ def _as_numpy_bitmask(bitmask: Any) -> np.ndarray:
 def fill_next_token_bitmasks(
     matchers: Sequence[Any],
     bitmask: Any,
-    rows: Optional[Sequence[int]] = None,
-    num_threads: Optional[int] = None,
+    rows: Sequence[int] | None = None,
+    num_threads: int | None = None,
 ) -> None:
     """Fill one row per matcher, in parallel in native threads with the GIL released."""
     arr = _as_numpy_bitmask(bitmask)
@@ -123,3 +126,40 @@ def apply_token_bitmask_(logits: Any, bitmask: Any) -> Any:
     else:
         logits.masked_fill_(~allowed[: logits.shape[0]], float("-inf"))
     return logits
+
+
+def compile_json_schema(schema: Any, vocab: Any, **options: Any) -> Any:
+    """Translate a JSON Schema (dict or JSON text) to KBNF and compile it for ``vocab``.
+
+    ``options`` are the translator's (``whitespace``, ``indent``, ``lenient``, ...). Translation is
+    cached by the canonical schema and options (memory and disk, see ``structout.cache``), the
+    compiled grammar by the engine. Raises ``UnsupportedSchemaError`` / ``SchemaError``.
+    """
+    import json
+
+    from structout.cache import get_default_cache
+    from structout.schema import to_kbnf
+
+    if isinstance(schema, (str, bytes)):
+        schema = json.loads(schema)
+    if not isinstance(schema, (dict, bool)):
+        raise TypeError(f"schema must be a dict, bool or JSON text, not {type(schema).__name__}")
+    text, _ = get_default_cache().kbnf_for_schema(
+        schema, lambda s: to_kbnf(s, **options), options
+    )
+    return compile_kbnf(text, vocab)
+
+
+def compile_type(tp: Any, vocab: Any, **options: Any) -> Any:
+    """Compile any Python type a ``pydantic.TypeAdapter`` accepts (models, dataclasses, ...).
+
+    Extra keys are generated only where the type allows them.
+    """
+    from structout.cache import get_default_cache
+    from structout.schema import json_schema_of, to_kbnf
+
+    schema, _ = json_schema_of(tp, by_alias=options.get("by_alias", True))
+    text, _ = get_default_cache().kbnf_for_schema(
+        schema, lambda _s: to_kbnf(tp, **options), {**options, "python_type": True}
+    )
+    return compile_kbnf(text, vocab)
