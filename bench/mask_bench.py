@@ -319,7 +319,7 @@ class StructoutEngine(Engine):
         return functools.partial(m.fill_next_token_bitmask, self.bitmask, row=0), m.accept_token
 
     def end_accepting(self) -> bool:
-        return bool(self.matcher.is_finished())
+        return bool(self.matcher.can_finish())
 
 
 # --------------------------------------------------------------------------------------------
