@@ -15,7 +15,8 @@
 //! rejected by `Grammar::compile`.
 //!
 //! Environment: `DIFF_ITERS` (grammars, default 700), `DIFF_SEED` (default 0x5eed), `DIFF_ONLY`
-//! (run one iteration index), `DIFF_EXHAUSTIVE=1` (check all 256 bytes), `DIFF_VERBOSE=1` (print each
+//! (run one iteration index), `DIFF_MAX_LEN` (longest strings, default 20, at most 62),
+//! `DIFF_EXHAUSTIVE=1` (check all 256 bytes), `DIFF_VERBOSE=1` (print each
 //! grammar). On a mismatch the grammar and string are shrunk and printed with both answers.
 
 mod common;
@@ -356,14 +357,22 @@ fn random_strings(
         }
     }
     // Longer strings now and then (counted repetitions above 4 need them).
-    let cap = if rng.gen_bool(0.2) { 20 } else { 12 };
+    let long = env_u64("DIFF_MAX_LEN", 20).min(MAX_REF_LEN as u64) as usize;
+    let cap = if rng.gen_bool(0.2) {
+        long
+    } else {
+        12.min(long)
+    };
     let mut out = Vec::new();
     for k in 0..count {
         let mut s = match k % 4 {
             0 | 1 => sampler.sentence(rng).unwrap_or_default(),
             2 => {
+                // Several sentences back to back (long inputs for recursive grammars).
                 let mut s = sampler.sentence(rng).unwrap_or_default();
-                s.extend(sampler.sentence(rng).unwrap_or_default());
+                while s.len() < cap && rng.gen_bool(0.7) {
+                    s.extend(sampler.sentence(rng).unwrap_or_default());
+                }
                 s
             }
             _ => (0..rng.gen_range(0..6))
