@@ -318,7 +318,7 @@ def test_masks_filled_during_the_forward_pass_give_identical_output(
 ) -> None:
     prompts = ["one", "two two", "three three three"]
     schemas: list[Any] = [_grammar(*PERSON_CHOICES), _grammar("yes", "no"), None]
-    kw: dict[str, Any] = {"max_new_tokens": 40, "temperature": 1.0, "seed": 11}
+    kw: dict[str, Any] = {"max_new_tokens": 30, "temperature": 1.0, "seed": 11}
     monkeypatch.setattr(gen, "_overlap_helps", lambda hf_model: False)
     serial = model.generate_batch(prompts, schemas, **kw)
     serial_one = model.generate("p", _grammar(*PERSON_CHOICES), **kw)
