@@ -110,7 +110,7 @@ class Model:
             extra = {"gguf_file": gguf_file} if gguf_file else {}
             tok = AutoTokenizer.from_pretrained(str(name_or_path), **extra)
             hf_model = AutoModelForCausalLM.from_pretrained(
-                str(name_or_path), dtype=dtype, **extra, **kwargs
+                str(name_or_path), **_dtype_kw(dtype), **extra, **kwargs
             )
         hf_model = hf_model.to(device=device, dtype=dtype)
         return cls(hf_model, tok)
@@ -501,6 +501,18 @@ def _resolve_dtype(torch: Any, dtype: Any, device: str) -> Any:
     return dtype
 
 
+def _dtype_kw(dtype: Any) -> dict[str, Any]:
+    """``from_pretrained``'s dtype keyword: ``dtype`` since transformers 4.56, ``torch_dtype``
+    before."""
+    import transformers
+
+    try:
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    except ValueError:
+        return {"dtype": dtype}
+    return {"dtype": dtype} if (major, minor) >= (4, 56) else {"torch_dtype": dtype}
+
+
 def _encoder(tokenizer: Any) -> Any:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
@@ -624,7 +636,8 @@ def _load_gguf_cached(gguf: Path, dtype: Any, kwargs: dict[str, Any]) -> tuple[A
     target = converted_checkpoint_dir(gguf)
     if (target / _COMPLETE_MARKER).is_file():
         tok = AutoTokenizer.from_pretrained(str(target))
-        return AutoModelForCausalLM.from_pretrained(str(target), dtype=dtype, **kwargs), tok
+        loaded = AutoModelForCausalLM.from_pretrained(str(target), **_dtype_kw(dtype), **kwargs)
+        return loaded, tok
     print(
         f"structout: converting {gguf.name} to a cached checkpoint in {target} "
         "(about 30 s, only the first time)...",
@@ -635,7 +648,7 @@ def _load_gguf_cached(gguf: Path, dtype: Any, kwargs: dict[str, Any]) -> tuple[A
     t0 = time.perf_counter()
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model: Any = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, **kwargs
+        str(gguf.parent), gguf_file=gguf.name, **_dtype_kw(torch.float32), **kwargs
     )
     # A GGUF-loaded model is flagged as quantized; its weights are already de-quantized, and
     # save_pretrained refuses to write it until the flags are cleared.
