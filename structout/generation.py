@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import codecs
-import dataclasses
 import json
 import sys
 import threading
@@ -1026,7 +1025,3 @@ class IncrementalText:
 
     def flush(self) -> str:
         return self._dec.decode(b"", final=True)
-
-
-def replace_result(result: GenerationResult[Any], **changes: Any) -> GenerationResult[Any]:
-    return dataclasses.replace(result, **changes)
