@@ -310,3 +310,120 @@ def test_serializer_orders_keys_like_the_grammar() -> None:
     )
     assert t.dumps({"a": 1, "zz": None, "b": 2}) == '{"b": 2, "a": 1, "zz": null}'
     assert translate(True, indent=2).dumps({"x": [1]}) == '{\n  "x": [\n    1\n  ]\n}'
+
+
+# --- differential tests against Python's re on random patterns --------------------------------
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+_ATOMS = ["a", "b", "c", ".", "[ab]", "[^a]", "[a-c]", "\\d", "\\w", "\\s", "x", "0", "-"]
+
+
+@st.composite
+def _patterns(draw: st.DrawFn, depth: int = 0) -> str:
+    n = draw(st.integers(1, 3))
+    parts = []
+    for _ in range(n):
+        if depth < 2 and draw(st.booleans()) and draw(st.booleans()):
+            inner = "|".join(draw(st.lists(_patterns(depth + 1), min_size=1, max_size=2)))
+            atom = f"({inner})" if draw(st.booleans()) else f"(?:{inner})"
+        else:
+            atom = draw(st.sampled_from(_ATOMS))
+        q = draw(st.sampled_from(["", "", "*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}"]))
+        parts.append(atom + q)
+    body = "".join(parts)
+    if depth == 0:
+        body = draw(st.sampled_from(["", "^"])) + body + draw(st.sampled_from(["", "$"]))
+    return body
+
+
+_TEXTS = st.text(alphabet="abcx0- \t", max_size=9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _patterns(),
+    st.lists(_TEXTS, min_size=5, max_size=12),
+    st.integers(0, 4),
+    st.one_of(st.none(), st.integers(0, 8)),
+)
+def test_random_patterns_match_python_re(
+    pattern: str, texts: list[str], min_len: int, max_len: int | None
+) -> None:
+    py = re.compile(pattern, re.ASCII)
+    f = sl.pattern_formula(pattern)
+    for s in texts:
+        assert sl.matches(f, s) == (py.search(s) is not None), (pattern, s)
+    real = sl.realize(f)
+    enc = (
+        re.compile(tr.to_rust(tr.json_string_regex(real))) if not isinstance(real, am.DFA) else None
+    )
+    for s in texts:
+        truth = py.search(s) is not None
+        if enc is not None:
+            assert (enc.fullmatch(json.dumps(s)) is not None) == truth, (pattern, s)
+        else:
+            assert real.matches(s) == truth, (pattern, s)
+    # with length bounds (algebraic restriction or automata)
+    g = sl.f_and(f, sl.f_len(min_len, max_len))
+    rg = sl.realize(g)
+    for s in texts:
+        truth = py.search(s) is not None and min_len <= len(s) <= (
+            max_len if max_len is not None else 99
+        )
+        if isinstance(rg, am.DFA):
+            assert rg.matches(s) == truth, (pattern, min_len, max_len, s)
+        else:
+            got = re.compile(tr.to_rust(rg)).fullmatch(s) is not None
+            assert got == truth, (pattern, min_len, max_len, s)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "yes", "no"),
+    [
+        (
+            "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)$",
+            ["SGVsbG8gd29ybGQh", "abcd", "abc="],
+            ["InvalidBase64", "abcde", "ab="],
+        ),
+        ("^(ab){2,3}$", ["abab", "ababab"], ["ab", "abababab", "aba"]),
+        ("^(a{2,3}){2}$", ["aaaa", "aaaaa", "aaaaaa"], ["aaa", "aaaaaaa"]),
+    ],
+)
+def test_nested_counted_repetitions(pattern: str, yes: list[str], no: list[str]) -> None:
+    from structout._engine import compile_grammar
+
+    g = compile_grammar(to_kbnf({"type": "string", "pattern": pattern}))
+    for s in yes:
+        assert g.accepts(json.dumps(s).encode()), s
+    for s in no:
+        assert not g.accepts(json.dumps(s).encode()), s
+
+
+def test_additional_keys_exclude_named_keys_exactly() -> None:
+    from structout._engine import compile_grammar
+
+    schema = {"type": "object", "properties": {"name": {"type": "integer"}, "nam": {}}}
+    g = compile_grammar(to_kbnf(schema))
+    assert g.accepts(b'{"name": 1}')
+    assert not g.accepts(b'{"name": "x"}')
+    for key in ["na", "names", "n\u00e9", "name\u201d: ", "x", "", "NAME", "nam\n"]:
+        doc = json.dumps({"name": 1, key: "x"}, ensure_ascii=False).encode()
+        assert g.accepts(doc), key
+    # a named key cannot come back as an additional key with another value
+    assert not g.accepts(b'{"nam": 1, "name": "x"}')
+    assert not g.accepts(b'{"name": 1, "name": "x"}')
+
+
+def test_draft4_integers_are_lexical() -> None:
+    from structout._engine import compile_grammar
+
+    d4 = compile_grammar(
+        to_kbnf({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"})
+    )
+    d7 = compile_grammar(
+        to_kbnf({"$schema": "http://json-schema.org/draft-07/schema#", "type": "integer"})
+    )
+    assert d4.accepts(b"5") and not d4.accepts(b"5.0")
+    assert d7.accepts(b"5") and d7.accepts(b"5.0")

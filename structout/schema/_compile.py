@@ -845,7 +845,8 @@ class Compiler:
         s = loc.value
         parts: list[nm.NumFormula] = []
         if integer_only:
-            parts.append(("int",))
+            # draft-04 and older: an integer is a numeral without a fraction (1.0 is not one)
+            parts.append(("intlex",) if loc.draft <= 4 else ("int",))
         lo: Fraction | None = None
         hi: Fraction | None = None
         lo_incl = hi_incl = True

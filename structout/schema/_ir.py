@@ -558,7 +558,7 @@ class Algebra:
         if k == "bool":
             return bool(node.args[0] if value else node.args[1])
         if k == "num":
-            return nm.n_matches(node.args[0], to_fraction(value))
+            return nm.n_matches(node.args[0], to_fraction(value), not isinstance(value, float))
         if k == "str":
             return sl.matches(node.args[0], value)
         if k == "arr":

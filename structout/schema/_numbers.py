@@ -4,6 +4,7 @@ A number constraint is a boolean formula over value predicates (tuples, hashable
 
 * ``("iv", lo, lo_incl, hi, hi_incl)``: ``lo <(=) v <(=) hi`` (``None`` bounds are infinite),
 * ``("int",)``: ``v`` is an integer (JSON Schema: a zero fractional part, so ``1.0`` counts),
+* ``("intlex",)``: ``v`` is written as an integer literal (draft-04 ``integer``: ``1.0`` is not),
 * ``("mult", m)``: ``v / m`` is an integer,
 * ``("and", ...)``, ``("or", ...)``, ``("not", f)``, ``NUM_ALL``, ``NUM_NONE``.
 
@@ -93,6 +94,8 @@ def n_and(*items: NumFormula) -> NumFormula:
     implied = [p for p in mults if any(q != p and (q[1] / p[1]).denominator == 1 for q in mults)]
     if ("int",) in out and any(p[1].denominator == 1 for p in mults):
         implied.append(("int",))
+    if ("intlex",) in out:
+        implied.append(("int",))
     if ("int",) in out:
         implied.extend(p for p in mults if (1 / p[1]).denominator == 1 and p[1] <= 1)
     out = [p for p in out if p not in implied]
@@ -143,7 +146,8 @@ def n_not(f: NumFormula) -> NumFormula:
     return ("not", f)
 
 
-def n_matches(f: NumFormula, v: Fraction) -> bool:
+def n_matches(f: NumFormula, v: Fraction, written_int: bool = True) -> bool:
+    """Whether value ``v`` satisfies ``f`` (``written_int``: the numeral had no fraction)."""
     t = f[0]
     if t == "all":
         return True
@@ -156,14 +160,16 @@ def n_matches(f: NumFormula, v: Fraction) -> bool:
         return not (hi is not None and (v > hi or v == hi and not hi_i))
     if t == "int":
         return v.denominator == 1
+    if t == "intlex":
+        return v.denominator == 1 and written_int
     if t == "mult":
         return (v / f[1]).denominator == 1
     if t == "and":
-        return all(n_matches(x, v) for x in f[1])
+        return all(n_matches(x, v, written_int) for x in f[1])
     if t == "or":
-        return any(n_matches(x, v) for x in f[1])
+        return any(n_matches(x, v, written_int) for x in f[1])
     if t == "not":
-        return not n_matches(f[1], v)
+        return not n_matches(f[1], v, written_int)
     raise AssertionError(t)
 
 
@@ -449,9 +455,17 @@ def _frac_suffix(node: rx.Node, empty_ok: bool) -> rx.Node:
 
 
 def plain_positive(
-    a: Fraction, a_incl: bool, b: Fraction | None, b_incl: bool, integer: bool = False
+    a: Fraction,
+    a_incl: bool,
+    b: Fraction | None,
+    b_incl: bool,
+    integer: bool = False,
+    lexical: bool = False,
 ) -> rx.Node:
-    """Plain numerals (no sign, no exponent) with value in the interval, 0 <= a."""
+    """Plain numerals (no sign, no exponent) with value in the interval, 0 <= a.
+
+    ``integer``: integer values (``lexical``: written without a fraction).
+    """
     ai, af = _dec_parts(a)
     if b is None:
         bi, bf = None, ""
@@ -464,6 +478,8 @@ def plain_positive(
             hi: int | None = None
         else:
             hi = bi if (bf != "" or b_incl) else bi - 1
+        if lexical:
+            return int_range(lo, hi)
         return rx.cat(int_range(lo, hi), rx.opt(rx.cat(DOT, zeros)))
     parts = []
     if bi is not None and ai == bi:
@@ -568,6 +584,7 @@ def interval_regex(
     hi_incl: bool,
     exp_forms: bool = True,
     integer: bool = False,
+    lexical: bool = False,
 ) -> rx.Node:
     """All accepted numerals (PLAIN, plus EXP when ``exp_forms``) of values in the interval."""
     parts = []
@@ -575,16 +592,15 @@ def interval_regex(
         hi is None or hi > 0 or (hi == 0 and hi_incl)
     )
     if zero_in:
-        parts.append(
-            rx.cat(rx.opt(MINUS), rx.lit("0"), rx.opt(rx.cat(DOT, rx.rep(rx.lit("0"), 1, None))))
-        )
+        frac = rx.EPS if lexical else rx.opt(rx.cat(DOT, rx.rep(rx.lit("0"), 1, None)))
+        parts.append(rx.cat(rx.opt(MINUS), rx.lit("0"), frac))
     # positive values: interval ∩ (0, ∞)
     if hi is None or hi > 0:
         if lo is None or lo < 0 or (lo == 0):
             a, ai = Fraction(0), False
         else:
             a, ai = lo, lo_incl
-        parts.append(plain_positive(a, ai, hi, hi_incl, integer))
+        parts.append(plain_positive(a, ai, hi, hi_incl, integer, lexical))
         if exp_forms and not integer:
             parts.append(exp_positive(a, ai, hi, hi_incl))
     # negative values: mirror
@@ -595,7 +611,7 @@ def interval_regex(
             a, ai = -hi, hi_incl
         b = None if lo is None else -lo
         bi = lo_incl
-        neg = [plain_positive(a, ai, b, bi, integer)]
+        neg = [plain_positive(a, ai, b, bi, integer, lexical)]
         if exp_forms and not integer:
             neg.append(exp_positive(a, ai, b, bi))
         parts.append(rx.cat(MINUS, rx.alt(*neg)))
@@ -710,9 +726,21 @@ def realize(f: NumFormula, max_regex_size: int = 3000) -> rx.Node | am.DFA:
     # fast path: int ∧ interval
     if f == ("int",):
         return rx.cat(rx.opt(MINUS), INT_PART, rx.opt(rx.cat(DOT, rx.rep(rx.lit("0"), 1, None))))
-    if f[0] == "and" and len(f[1]) == 2 and f[1][0][0] == "iv" and f[1][1] == ("int",):
+    if f == ("intlex",):
+        return GENERIC_INTEGER
+    if (
+        f[0] == "and"
+        and len(f[1]) == 2
+        and f[1][0][0] == "iv"
+        and f[1][1]
+        in (
+            ("int",),
+            ("intlex",),
+        )
+    ):
         _, lo, li, hi, hi_i = f[1][0]
-        return interval_regex(lo, li, hi, hi_i, exp_forms=False, integer=True)
+        lexical = f[1][1] == ("intlex",)
+        return interval_regex(lo, li, hi, hi_i, exp_forms=False, integer=True, lexical=lexical)
     # general case: automata over PLAIN numerals
     leaves: list[rx.Node] = [PLAIN_NUMBER]
     alpha = number_alphabet(leaves + [GENERIC_NUMBER])
@@ -735,6 +763,8 @@ def _num_dfa(f: NumFormula, alpha: am.Alphabet) -> am.DFA:
             rx.cat(rx.opt(MINUS), INT_PART, rx.opt(rx.cat(DOT, rx.rep(rx.lit("0"), 1, None)))),
             alpha,
         )
+    if t == "intlex":
+        return am.DFA.from_regex(GENERIC_INTEGER, alpha)
     if t == "mult":
         return mult_dfa(f[1], alpha)
     if t == "not":

@@ -115,19 +115,32 @@ def rep(node: Node, lo: int, hi: int | None) -> Node:
     if lo == 1 and hi == 1:
         return node
     if node[0] == "rep":
-        ilo, ihi = node[2], node[3]
-        # (x{a,b}){c,d} is x{ac,bd} when the ranges chain without gaps.
-        if ilo == ihi and ilo is not None:
-            return rep(node[1], lo * ilo, None if hi is None else hi * ilo)
-        if lo == hi == 1:
-            return node
-        if ilo in (0, 1) and ihi is None and hi is None:
-            return rep(node[1], min(ilo, lo) if lo else 0, None)
-        if ilo == 0 and ihi == 1 and hi is None:
-            return rep(node[1], 0, None)
-        if lo in (0, 1) and hi == 1 and ilo == 0:
-            return node
+        merged = _merge_counts(node[2], node[3], lo, hi)
+        if merged is not None:
+            return rep(node[1], merged[0], merged[1])
     return ("rep", node, lo, hi)
+
+
+def _merge_counts(a: int, b: int | None, c: int, d: int | None) -> tuple[int, int | None] | None:
+    """``(x{a,b}){c,d}`` as ``x{lo,hi}`` when the possible counts form one interval, else None.
+
+    The counts are the union over n in [c, d] of [n*a, n*b]; it is an interval only when
+    consecutive ranges touch (e.g. ``(x{4})*`` is multiples of 4, not ``x*``).
+    """
+    if b is not None and a == b:
+        if a == 1:
+            return c, d
+        if c == d:
+            return a * c, a * c
+        return None
+    n0 = max(c, 1)
+    if d is not None and d < n0:  # only n = 0 (c == d == 0)
+        return 0, 0
+    if c == 0 and a > 1:
+        return None  # 0, then a gap before a
+    if b is not None and n0 * (b - a) < a - 1 and (d is None or d > n0):
+        return None
+    return c * a, (None if d is None or b is None else d * b)
 
 
 def opt(node: Node) -> Node:

@@ -361,7 +361,7 @@ def _simple_regex(f: Formula, ascii_exits: bool = False) -> rx.Node | None:
 MAX_COMPLEMENT_WORDS = 20000
 
 
-PRINTABLE_ASCII: cs.Charset = ((0x20, 0x7E),)
+ASCII: cs.Charset = ((0x00, 0x7F),)
 
 
 def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
@@ -369,10 +369,13 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
 
     A string is outside the set when it leaves the trie (a prefix that is a trie path, then a
     character no word continues with, then anything) or stops on a trie node that does not end
-    a word. With ``ascii_exits`` the character where a string leaves the trie must be printable
-    ASCII: a subset (still never one of the words) with much smaller automata, used for the
-    names of additional object keys.
+    a word. With ``ascii_exits`` (used for the names of additional object keys, where the
+    automata must stay small) the trie is left at ASCII characters only, and when every word is
+    ASCII the strings containing any non-ASCII character are added as one separate branch:
+    still exact. If some word is not ASCII, strings leaving the trie at a non-ASCII character
+    are not produced (a subset, never one of the words).
     """
+    all_ascii = all(w.isascii() for w in words)
     trie: dict[str, Any] = {}
     for w in words:
         t = trie
@@ -384,7 +387,7 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
         kids = [k for k in t if k]
         exit_set = cs.complement(cs.of_chars("".join(kids)))
         if ascii_exits:
-            exit_set = cs.intersect(exit_set, PRINTABLE_ASCII)
+            exit_set = cs.intersect(exit_set, ASCII)
         parts = [rx.cset(exit_set)]
         for k in kids:
             parts.append(rx.cat(rx.lit(k), leave(t[k])))
@@ -397,7 +400,11 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
                 parts.append(rx.cat(rx.lit(k), stop(sub)))
         return rx.alt(*parts)
 
-    return rx.alt(rx.cat(leave(trie), rx.rep(rx.ANYCHAR, 0, None)), stop(trie))
+    anything = rx.rep(rx.ANYCHAR, 0, None)
+    out = rx.alt(rx.cat(leave(trie), anything), stop(trie))
+    if ascii_exits and all_ascii:
+        out = rx.alt(out, rx.cat(anything, rx.cset(cs.complement(ASCII)), anything))
+    return out
 
 
 @lru_cache(maxsize=2048)
