@@ -22,7 +22,7 @@ fn json_document(target: usize) -> Vec<u8> {
             i * 7 % 1000,
             i % 97,
             i % 5,
-            i % 2 == 0,
+            i.is_multiple_of(2),
             i % 13,
             i % 17
         ));

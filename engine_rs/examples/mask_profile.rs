@@ -158,7 +158,7 @@ fn main() {
             i = end;
         }
     }
-    slow.sort_by(|a, b| b.0.cmp(&a.0));
+    slow.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (ns, ctx) in slow.iter().take(8) {
         eprintln!("{:>8.1}us after ...{ctx}", *ns as f64 / 1000.0);
     }

@@ -27,7 +27,7 @@ use common::*;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use structout_engine::{Grammar, Recognizer};
+use structout_engine::{EngineError, Grammar, Recognizer};
 
 fn env_u64(name: &str, default: u64) -> u64 {
     match std::env::var(name) {
@@ -418,6 +418,15 @@ fn fail(kind: &'static str, detail: String) -> Result<(), Failure> {
     Err(Failure { kind, detail })
 }
 
+/// A resource-limit error (`max_work_per_byte` etc. on very ambiguous grammars) ends the check of
+/// the current string without counting as a mismatch; the run reports how often it happened.
+fn limited(r: Result<bool, EngineError>) -> Result<bool, Failure> {
+    r.map_err(|e| Failure {
+        kind: "limit",
+        detail: e.to_string(),
+    })
+}
+
 struct Checker<'a> {
     reference: &'a mut Reference,
     classes: [u8; 256],
@@ -492,7 +501,7 @@ impl Checker<'_> {
             let mut q = p.clone();
             q.push(b);
             let exp = self.reference.viable(&q);
-            let got = r.feed_byte(b);
+            let got = limited(r.try_feed_byte(b))?;
             if exp != got {
                 return fail(
                     "feed_byte",
@@ -511,7 +520,7 @@ impl Checker<'_> {
         // 2. The whole string at once.
         let mut r2 = Recognizer::new(g.clone());
         let exp = self.reference.viable(s);
-        let got = r2.feed(s);
+        let got = limited(r2.try_feed(s))?;
         if exp != got {
             return fail(
                 "feed",
@@ -531,7 +540,7 @@ impl Checker<'_> {
             let k = rng.gen_range(0..=p.len());
             r.rollback_to(k);
             self.state(&r, &p[..k], &format!("after rollback_to({k})"))?;
-            if !r.feed(&p[k..]) {
+            if !limited(r.try_feed(&p[k..]))? {
                 return fail(
                     "rollback",
                     format!(
@@ -602,7 +611,10 @@ fn run_case(
         exhaustive,
     };
     for s in strings {
-        checker.check(&g, s, rng).map_err(|f| (f, s.clone()))?;
+        match checker.check(&g, s, rng) {
+            Err(f) if f.kind == "limit" => stats.limit_hits += 1,
+            other => other.map_err(|f| (f, s.clone()))?,
+        }
     }
     Ok(strings.len())
 }
@@ -613,6 +625,8 @@ struct Stats {
     strings: usize,
     empty_rejected: usize,
     epsilon_only_rejected: usize,
+    /// Strings whose check stopped at an engine resource limit.
+    limit_hits: usize,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -829,11 +843,12 @@ fn random_grammars_match_reference() {
         }
     }
     eprintln!(
-        "differential: {} grammars, {} strings, {} empty-language grammars rejected, {} {{\"\"}}-only grammars rejected, {} mismatching grammars, {:.1}s",
+        "differential: {} grammars, {} strings, {} empty-language grammars rejected, {} {{\"\"}}-only grammars rejected, {} strings stopped by engine limits, {} mismatching grammars, {:.1}s",
         stats.grammars,
         stats.strings,
         stats.empty_rejected,
         stats.epsilon_only_rejected,
+        stats.limit_hits,
         failures.len(),
         started.elapsed().as_secs_f64()
     );

@@ -219,9 +219,9 @@ fn remove_useless(bnf: &mut Bnf) {
         bnf.rules[nt] = keep;
     }
     let reachable = reachable(bnf);
-    for nt in 0..n {
-        if !reachable[nt] {
-            bnf.rules[nt].clear();
+    for (rules, &keep) in bnf.rules.iter_mut().zip(&reachable) {
+        if !keep {
+            rules.clear();
         }
     }
 }
@@ -412,7 +412,7 @@ fn merge_equal_nonterminals(bnf: &mut Bnf) {
         let mut canon: FxHashMap<Vec<Vec<Sym>>, u32> = FxHashMap::default();
         let mut map: Vec<u32> = (0..bnf.rules.len() as u32).collect();
         let mut changed = false;
-        for nt in 0..bnf.rules.len() {
+        for (nt, slot) in map.iter_mut().enumerate() {
             if bnf.rules[nt].is_empty() {
                 continue;
             }
@@ -420,7 +420,7 @@ fn merge_equal_nonterminals(bnf: &mut Bnf) {
             key.sort();
             match canon.get(&key) {
                 Some(&rep) if nt as u32 != bnf.start => {
-                    map[nt] = rep;
+                    *slot = rep;
                     changed = true;
                 }
                 _ => {

@@ -291,10 +291,11 @@ fn fill_next_token_bitmasks(
                         })
                     })
                     .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or(Ok(())))
-                    .collect::<Result<(), _>>()
+                // A panicking worker is re-raised here, where `guard` turns it into an exception.
+                handles.into_iter().try_for_each(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
             })
         }))
     })?;
