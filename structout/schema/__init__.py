@@ -223,7 +223,14 @@ def translate(
     sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
     try:
         root = compiler.compile_root(base)
-        emitter = Emitter(compiler.alg, layout, max_nesting, on_unsupported, compiler.is_empty)
+        emitter = Emitter(
+            compiler.alg,
+            layout,
+            max_nesting,
+            on_unsupported,
+            compiler.is_empty,
+            on_subset=lambda m, k, n: subset_warn(m, k, compiler.origin.get(n, "") if n else ""),
+        )
         emitter.emit_start(root)
         text = emitter.render()
     except cp._Located as e:

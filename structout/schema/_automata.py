@@ -57,6 +57,7 @@ class Alphabet:
         self.atoms = atoms
         self._starts = sorted((lo, i) for i, a in enumerate(atoms) for lo, _ in a)
         self._cache: dict[cs.Charset, int] = {}
+        self._sets: dict[int, cs.Charset] = {}
 
     def atom_of(self, cp: int) -> int:
         lo_i, hi_i = 0, len(self._starts)
@@ -79,7 +80,12 @@ class Alphabet:
         return m
 
     def charset(self, mask: int) -> cs.Charset:
-        return cs.union(*(a for i, a in enumerate(self.atoms) if mask >> i & 1))
+        got = self._sets.get(mask)
+        if got is None:
+            got = self._sets[mask] = cs.union(
+                *(a for i, a in enumerate(self.atoms) if mask >> i & 1)
+            )
+        return got
 
     @classmethod
     def for_nodes(cls, nodes: Sequence[rx.Node]) -> Alphabet:
@@ -219,6 +225,47 @@ class DFA:
                 row.append(j)
             trans.append(row)
         return cls(alpha, trans, accept, 0).minimize()
+
+    def bounded_length(self, lo: int, hi: int, max_states: int) -> DFA:
+        """Strings of this DFA with lo <= length <= hi: the product with a length counter.
+
+        States are (state, length) pairs reachable from the start, without minimization
+        (a product of a minimal DFA with a counter is nearly minimal already).
+        """
+        natoms = len(self.alpha.atoms)
+        live = self.live_states()
+        index: dict[tuple[int, int], int] = {}
+        order: list[tuple[int, int]] = []
+        trans: list[list[int]] = []
+        accept: list[bool] = []
+        dead = -1
+
+        def state(key: tuple[int, int]) -> int:
+            nonlocal dead
+            j = index.get(key)
+            if j is None:
+                if len(order) >= max_states:
+                    raise AutomatonTooLarge("length-bounded automaton too large")
+                j = len(order)
+                index[key] = j
+                order.append(key)
+            return j
+
+        state((self.start, 0))
+        i = 0
+        while i < len(order):
+            q, k = order[i]
+            i += 1
+            accept.append(q >= 0 and self.accept[q] and lo <= k)
+            row = []
+            for a in range(natoms):
+                r = self.trans[q][a] if q >= 0 else -1
+                if q < 0 or k >= hi or not live[r]:
+                    row.append(state((-1, 0)))
+                else:
+                    row.append(state((r, k + 1)))
+            trans.append(row)
+        return DFA(self.alpha, trans, accept, 0)
 
     def complement(self) -> DFA:
         return DFA(self.alpha, self.trans, [not a for a in self.accept], self.start)

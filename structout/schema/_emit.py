@@ -35,6 +35,7 @@ MAX_OBJ_VARIANTS = 64
 MAX_TAIL_REGIONS = 64
 MAX_TAIL_EXISTS = 4
 REGEX_STATE_BUDGET = 3000
+MAX_LENGTH_PRODUCT = 60_000
 REGEX_NEST_BUDGET = 100
 MAX_ARRAY_STATES = 4000
 MAX_LITERAL_SET = 20000
@@ -145,11 +146,13 @@ class Emitter:
         on_unsupported: Callable[[str, str, Node], None],
         is_empty: Callable[[Node], bool],
         ref_names: dict[Any, str] | None = None,
+        on_subset: Callable[[str, str, Node | None], None] | None = None,
     ) -> None:
         self.alg = alg
         self.layout = layout
         self.max_depth = max_depth
         self.on_unsupported = on_unsupported
+        self.on_subset = on_subset
         self.is_empty = is_empty
         self.rules: dict[str, list[Alt]] = {}
         self.comments: dict[str, str] = {}
@@ -395,15 +398,58 @@ class Emitter:
             self.on_unsupported(str(e), "format", node)  # type: ignore[arg-type]
             return self.generic_string()
         except am.AutomatonTooLarge as e:
-            self.on_unsupported(
-                f"string constraints too complex to enforce exactly ({e})", "pattern", node
-            )  # type: ignore[arg-type]
-            return self.generic_string()
+            real, exact = self._length_subset(f, compact)
+            if real is None:
+                self.on_unsupported(
+                    f"string constraints too complex to enforce exactly ({e})", "pattern", node
+                )  # type: ignore[arg-type]
+                return self.generic_string()
+            if not exact and self.on_subset is not None:
+                self.on_subset(
+                    "pattern/format with a length limit: the exact intersection is too large; "
+                    "the grammar accepts a subset (the length budget is split over the parts)",
+                    "maxLength",
+                    node,
+                )
         if isinstance(real, am.DFA):
             return self.dfa_rules(real, True, hint)
         if real == rx.NONE or rx.is_empty(real):
             return None
         return self.regex_sym(tr.json_string_regex(tr.factor(real), compact), hint)
+
+    def _length_subset(self, f: sl.Formula, compact: bool) -> tuple[rx.Node | am.DFA | None, bool]:
+        """``core ∧ length`` when the general construction is too big: the minimal core DFA
+        times a length counter (exact), else ``shrink(core) ∧ min length`` (a subset)."""
+        if f[0] != "and":
+            return None, False
+        lens = [p for p in f[1] if sl.as_length(p) is not None]
+        core = [p for p in f[1] if sl.as_length(p) is None]
+        if len(lens) != 1 or not core:
+            return None, False
+        lo, hi = sl.as_length(lens[0])  # type: ignore[misc]
+        if hi is None:
+            return None, False
+        try:
+            core_f = sl.f_and(*core)
+            try:
+                core_dfa = sl.to_dfa(core_f)
+                if core_dfa.n * (hi + 1) <= MAX_LENGTH_PRODUCT:
+                    # exact after all: the minimal core automaton times a length counter
+                    return core_dfa.bounded_length(lo, hi, MAX_LENGTH_PRODUCT), True
+            except am.AutomatonTooLarge:
+                pass
+            real = sl.realize(core_f, key_mode=compact)
+            if isinstance(real, am.DFA):
+                real = real.to_regex(20_000)
+            if real is None:
+                return None, False
+            shrunk = sl.shrink_to(real, hi)
+            return (
+                sl.realize(sl.f_and(sl.f_re(shrunk), sl.f_len(lo, None)), key_mode=compact),
+                False,
+            )
+        except (am.AutomatonTooLarge, sl.NotRegular):
+            return None, False
 
     # --- context-free string formats ---
 
@@ -542,13 +588,16 @@ class Emitter:
         names = {q: f"{base}_s{q}" for q in range(dfa.n) if live[q]}
         for n in names.values():
             self.used_names.add(n)
+        terms: dict[cs.Charset, Sym] = {}
         for q, name in names.items():
             alts: list[Alt] = []
             if dfa.accept[q]:
                 alts.append(["''"])
             for r, chars in edges[q].items():
-                node = tr.encode_set(chars) if json_string else rx.cset(chars)
-                term = self.terminal(tr.to_rust(node), f"{base}_c")
+                term = terms.get(chars)
+                if term is None:
+                    node = tr.encode_set(chars) if json_string else rx.cset(chars)
+                    term = terms[chars] = self.terminal(tr.to_rust(node), f"{base}_c")
                 alts.append([term, names[r]])
             self.add_rule(name, alts)
         if json_string:

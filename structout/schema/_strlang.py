@@ -71,10 +71,10 @@ def f_and(*items: Formula) -> Formula:
     if not out:
         return ALL
     # merge pure length constraints
-    lens = [p for p in out if _as_length(p) is not None]
+    lens = [p for p in out if as_length(p) is not None]
     if len(lens) > 1:
-        lo = max(_as_length(p)[0] for p in lens)  # type: ignore[index]
-        his = [_as_length(p)[1] for p in lens]  # type: ignore[index]
+        lo = max(as_length(p)[0] for p in lens)  # type: ignore[index]
+        his = [as_length(p)[1] for p in lens]  # type: ignore[index]
         fin = [h for h in his if h is not None]
         hi = min(fin) if fin else None
         out = [p for p in out if p not in lens] + [
@@ -143,7 +143,7 @@ def f_not(item: Formula) -> Formula:
     return ("not", item)
 
 
-def _as_length(f: Formula) -> tuple[int, int | None] | None:
+def as_length(f: Formula) -> tuple[int, int | None] | None:
     if f[0] == "re":
         n = f[1]
         if n[0] == "rep" and n[1] == rx.ANYCHAR:
@@ -295,6 +295,21 @@ def restrict_length(node: rx.Node, lo: int, hi: int | None) -> rx.Node | None:
     if t == "cat":
         items = list(node[1])
         var = [i for i, x in enumerate(items) if rx.length_range(x)[0] != rx.length_range(x)[1]]
+        if len(var) > 1:
+            # an alternation of fixed-length branches: distribute it, one variable part less
+            for i in var:
+                x = items[i]
+                if (
+                    x[0] == "alt"
+                    and len(x[1]) <= 16
+                    and all(rx.length_range(b)[0] == rx.length_range(b)[1] for b in x[1])
+                ):
+                    branches = [rx.cat(*items[:i], b, *items[i + 1 :]) for b in x[1]]
+                    parts = [restrict_length(b, lo, hi) for b in branches]
+                    if any(p_ is None for p_ in parts):
+                        return None
+                    return rx.alt(*parts)  # type: ignore[arg-type]
+            return None
         if len(var) != 1:
             return None
         i = var[0]
@@ -324,6 +339,59 @@ def restrict_length(node: rx.Node, lo: int, hi: int | None) -> rx.Node | None:
     return None
 
 
+def shrink_to(node: rx.Node, budget: int) -> rx.Node:
+    """A sublanguage of ``node`` whose strings have at most ``budget`` code points.
+
+    Used when the exact intersection with a length limit is too large: the budget is split
+    over the parts of a concatenation (bounded parts first, the rest shared by the unbounded
+    ones) and repetitions get fewer or shorter items. Never adds strings.
+    """
+    lo, hi = rx.length_range(node)
+    if hi is not None and hi <= budget:
+        return node
+    if lo > budget:
+        return rx.NONE
+    t = node[0]
+    if t == "alt":
+        return rx.alt(*(shrink_to(x, budget) for x in node[1]))
+    if t == "cat":
+        items = node[1]
+        ranges = [rx.length_range(x) for x in items]
+        spare = budget - sum(r[0] for r in ranges)
+        bounded_need = sum(r[1] - r[0] for r in ranges if r[1] is not None)
+        unbounded = [i for i, r in enumerate(ranges) if r[1] is None]
+        extra = [0] * len(items)
+        if bounded_need <= spare:
+            for i, r in enumerate(ranges):
+                if r[1] is not None:
+                    extra[i] = r[1] - r[0]
+            rest = spare - bounded_need
+            for i in unbounded:
+                extra[i] = rest // len(unbounded)
+        else:
+            for i, r in enumerate(ranges):
+                if r[1] is not None and bounded_need:
+                    extra[i] = (r[1] - r[0]) * spare // bounded_need
+        return rx.cat(*(shrink_to(x, ranges[i][0] + extra[i]) for i, x in enumerate(items)))
+    if t == "rep":
+        x, a, b = node[1], node[2], node[3]
+        xlo, xhi = rx.length_range(x)
+        if xhi is not None and xhi > 0:
+            c = budget // xhi if b is None else min(b, budget // xhi)
+            if c >= a:
+                return rx.rep(x, a, c)
+            return rx.rep(shrink_to(x, budget // max(a, 1)), a, a) if a else rx.EPS
+        c = b if b is not None else max(a, 1)
+        c = max(min(c, budget // max(xlo, 1)), a)
+        if c == 0:
+            return rx.EPS
+        per = budget // c
+        if per < xlo:
+            return rx.NONE
+        return rx.rep(shrink_to(x, per), a, c)
+    return node if lo <= budget else rx.NONE
+
+
 Realized = Union[rx.Node, am.DFA]
 
 
@@ -342,13 +410,13 @@ def _simple_regex(f: Formula, ascii_exits: bool = False) -> rx.Node | None:
             return None
         return rx.alt(*parts)  # type: ignore[arg-type]
     if t == "and":
-        lens = [p for p in f[1] if _as_length(p) is not None]
-        others = [p for p in f[1] if _as_length(p) is None]
+        lens = [p for p in f[1] if as_length(p) is not None]
+        others = [p for p in f[1] if as_length(p) is None]
         if len(others) == 1 and len(lens) == 1:
             base = _simple_regex(others[0])
             if base is None:
                 return None
-            lo, hi = _as_length(lens[0])  # type: ignore[misc]
+            lo, hi = as_length(lens[0])  # type: ignore[misc]
             return restrict_length(base, lo, hi)
         return None
     if t == "not" and f[1][0] == "re":
