@@ -288,9 +288,6 @@ def _line_col(text: str, needle: str, occurrence: int = 0) -> str:
             "start ::= except!('a', 0);",
             "0)",
             ["except"],
-            marks=pytest.mark.xfail(
-                strict=True, reason="engine reports the column after the bound (1:25), not the 0"
-            ),
         ),
         ("start ::= except!('a', 0);", None, ["except", "at least 1"]),
         ("start ::= start 'a';", "start", ["empty"]),

@@ -488,10 +488,12 @@ impl<'a> Parser<'a> {
         self.skip_trivia()?;
         let max = if self.peek() == Some(b',') {
             self.pos += 1;
+            self.skip_trivia()?;
+            let at = self.pos;
             let n = self.number()?;
             if n == 0 {
                 return Err(syntax(
-                    self.here(),
+                    Span::new(at, self.pos),
                     "`except!` length bound must be at least 1",
                 ));
             }
