@@ -18,7 +18,7 @@ from structout.errors import (
     UnsupportedSchemaError,
     VocabularyError,
 )
-from structout.generation import GenerationResult, Grammar
+from structout.generation import GenerationResult, Grammar, Timings
 from structout.masks import (
     CompiledGrammar,
     Matcher,
@@ -31,9 +31,9 @@ from structout.masks import (
     configure_cache,
     fill_next_token_bitmasks,
 )
-from structout.model import Model
+from structout.model import Model, Stream
 from structout.schema import to_kbnf
-from structout.structured import structured, use_model
+from structout.structured import current_model, structured, use_model
 from structout.vocab import Vocabulary
 
 __version__ = "0.1.0"
@@ -48,7 +48,9 @@ __all__ = [
     "Model",
     "SchemaError",
     "SchemaValidationError",
+    "Stream",
     "StructoutError",
+    "Timings",
     "TruncatedOutputError",
     "UnsupportedSchemaError",
     "Vocabulary",
@@ -62,6 +64,7 @@ __all__ = [
     "compile_kbnf",
     "compile_type",
     "configure_cache",
+    "current_model",
     "errors",
     "fill_next_token_bitmasks",
     "structured",

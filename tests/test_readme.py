@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bash_blocks(text: str) -> list[str]:
-    return [b.strip() for b in re.findall(r"```bash\n(.*?)```", text, flags=re.S)]
+    return [b.strip() for b in re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL)]
 
 
 def test_readme_has_exactly_the_two_setup_commands_and_ci_runs_the_test_one() -> None:
