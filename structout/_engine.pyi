@@ -72,6 +72,7 @@ def compile_grammar(
     max_grammar_symbols: int | None = None,
     max_items_per_set: int | None = None,
     max_total_items: int | None = None,
+    max_work_per_byte: int | None = None,
 ) -> Grammar:
     """Compiles KBNF text into a byte-level grammar.
 
@@ -213,6 +214,7 @@ def compile_kbnf(
     max_grammar_symbols: int | None = None,
     max_items_per_set: int | None = None,
     max_total_items: int | None = None,
+    max_work_per_byte: int | None = None,
 ) -> CompiledGrammar:
     """Compiles KBNF text for ``vocab`` (a :class:`Vocabulary` or ``structout.Vocabulary``)
     through the engine's cache (keyed by text, options and vocabulary fingerprint).
