@@ -613,17 +613,25 @@ class Compiler:
             return alg.or_(*nodes)
         except LimitExceededError:
             pass
-        # The exact form (each branch minus all the others) is too large. Fall back to a subset:
-        # each branch minus one simple, sufficient reason for not matching each other branch
-        # (a key the other branch requires is absent). Never accepts invalid documents, but
-        # may refuse some valid ones.
+        # The exact form (each branch minus all the others) is too large. Per pair, keep the
+        # exact complement where it stays small, else subtract a simple, sufficient reason for
+        # not matching the other branch (a key it requires is absent, or a property it cannot
+        # accept is present): never accepts invalid documents, may refuse some valid ones.
+        subset = False
         try:
             branches = []
             for i in range(n):
                 b = nodes[i]
                 for j in range(n):
-                    if j != i and overlap[i][j]:
+                    if j == i or not overlap[i][j]:
+                        continue
+                    try:
+                        cand = alg.and_(b, alg.not_(nodes[j]))
+                        self._force(cand)
+                        b = cand
+                    except LimitExceededError:
                         b = alg.and_(b, self._exclusion(nodes[j], nodes[i]))
+                        subset = True
                 branches.append(b)
             res = alg.or_(*branches)
             self._force(res)
@@ -631,10 +639,10 @@ class Compiler:
             msg = e.message if isinstance(e, Unsupported) else str(e)
             self.unsupported(f"oneOf with overlapping branches too complex ({msg})", "oneOf", loc)
             return alg.or_(*nodes)
-        if self.subset_warn is not None:
+        if subset and self.subset_warn is not None:
             self.subset_warn(
                 "oneOf with overlapping branches: exact exclusion too large, the grammar accepts "
-                "a subset (branches exclude each other by a missing required key)",
+                "a subset (branches exclude each other by a missing or present key)",
                 "oneOf",
                 loc.pointer,
             )

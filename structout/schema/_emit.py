@@ -35,7 +35,6 @@ MAX_OBJ_VARIANTS = 64
 MAX_TAIL_REGIONS = 64
 MAX_TAIL_EXISTS = 4
 REGEX_STATE_BUDGET = 3000
-MAX_LENGTH_PRODUCT = 60_000
 REGEX_NEST_BUDGET = 100
 MAX_ARRAY_STATES = 4000
 MAX_LITERAL_SET = 20000
@@ -418,8 +417,8 @@ class Emitter:
         return self.regex_sym(tr.json_string_regex(tr.factor(real), compact), hint)
 
     def _length_subset(self, f: sl.Formula, compact: bool) -> tuple[rx.Node | am.DFA | None, bool]:
-        """``core ∧ length`` when the general construction is too big: the minimal core DFA
-        times a length counter (exact), else ``shrink(core) ∧ min length`` (a subset)."""
+        """``core ∧ length`` when even the length product is too big:
+        ``shrink(core) ∧ min length`` (a subset)."""
         if f[0] != "and":
             return None, False
         lens = [p for p in f[1] if sl.as_length(p) is not None]
@@ -431,13 +430,6 @@ class Emitter:
             return None, False
         try:
             core_f = sl.f_and(*core)
-            try:
-                core_dfa = sl.to_dfa(core_f)
-                if core_dfa.n * (hi + 1) <= MAX_LENGTH_PRODUCT:
-                    # exact after all: the minimal core automaton times a length counter
-                    return core_dfa.bounded_length(lo, hi, MAX_LENGTH_PRODUCT), True
-            except am.AutomatonTooLarge:
-                pass
             real = sl.realize(core_f, key_mode=compact)
             if isinstance(real, am.DFA):
                 real = real.to_regex(20_000)
@@ -708,8 +700,8 @@ class Emitter:
         alg = self.alg
         prefix, rest, mn, mx, contains, _u, _ev = node.args
         p = len(prefix)
-        if len(contains) > 3:
-            raise Unsupported("more than 3 contains constraints on one array", "contains")
+        if len(contains) > 4:
+            raise Unsupported("more than 4 contains constraints on one array", "contains")
         caps = []
         for c, lo, hi, _st in contains:
             caps.append(hi + 1 if hi is not None else lo)

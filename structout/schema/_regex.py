@@ -485,6 +485,30 @@ def _has_anchor(node: Node) -> bool:
     return False
 
 
+def _has_look(node: Node) -> bool:
+    t = node[0]
+    if t == "look":
+        return True
+    if t in ("cat", "alt"):
+        return any(_has_look(x) for x in node[1])
+    if t == "rep":
+        return _has_look(node[1])
+    return False
+
+
+def _drop_anchors(node: Node) -> Node:
+    t = node[0]
+    if t in ("bol", "eol"):
+        return NONE
+    if t == "cat":
+        return cat(*(_drop_anchors(x) for x in node[1]))
+    if t == "alt":
+        return alt(*(_drop_anchors(x) for x in node[1]))
+    if t == "rep":
+        return rep(_drop_anchors(node[1]), node[2], node[3])
+    return node
+
+
 def _split_leading(node: Node) -> list[tuple[bool, Node]]:
     """Variants of ``node`` as (anchored at start, rest) with all leading ``^`` removed."""
     t = node[0]
@@ -589,8 +613,13 @@ def search_variants(node: Node) -> list[tuple[list[Lookahead], Node]]:
             raise RegexUnsupported("look-ahead that is not at the start of an anchored pattern")
         langs = [(lk[1], search_language(cat(BOL, lk[2]))) for lk in looks]
         for end_anchored, core in _split_trailing(rest):
+            if _has_look(core):
+                raise RegexUnsupported("a look-ahead in the middle of a pattern")
             if _has_anchor(core):
-                raise RegexUnsupported("'^', '$' or a look-ahead in the middle of a pattern")
+                # '^'/'$' left in the middle: taken as never matching there. That keeps only
+                # matches without them (a subset), and is exact when they cannot match at all
+                # (e.g. '/^x$/', a character before '^').
+                core = _drop_anchors(core)
             core = _strip_assertions(core)
             variants.append(
                 (langs, cat(EPS if start_anchored else pad, core, EPS if end_anchored else pad))

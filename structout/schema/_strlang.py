@@ -485,11 +485,40 @@ def realize(f: Formula, max_regex_size: int = 3000, key_mode: bool = False) -> R
     simple = _simple_regex(f, key_mode)
     if simple is not None:
         return simple
-    dfa = to_dfa(f)
+    dfa = _length_product(f)
+    if dfa is None:
+        dfa = to_dfa(f)
     node = dfa.to_regex(max_regex_size)
     if node is not None:
         return node
     return dfa
+
+
+MAX_LENGTH_PRODUCT = 60_000
+
+
+def _length_product(f: Formula) -> am.DFA | None:
+    """``core ∧ length <= hi`` as the minimal DFA of ``core`` times a length counter.
+
+    Cheaper than exploring the combined automaton (which can blow up on unanchored patterns);
+    None when ``f`` has no such shape or the product would be too large.
+    """
+    if f[0] != "and":
+        return None
+    lens = [p for p in f[1] if as_length(p) is not None]
+    core = [p for p in f[1] if as_length(p) is None]
+    if len(lens) != 1 or not core:
+        return None
+    lo, hi = as_length(lens[0])  # type: ignore[misc]
+    if hi is None:
+        return None
+    try:
+        core_dfa = to_dfa(f_and(*core))
+    except am.AutomatonTooLarge:
+        return None
+    if core_dfa.n * (hi + 1) > MAX_LENGTH_PRODUCT:
+        return None
+    return core_dfa.bounded_length(lo, hi, MAX_LENGTH_PRODUCT)
 
 
 def is_empty(f: Formula) -> bool:
