@@ -19,6 +19,7 @@ import pytest
 from structout.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from structout.schema import _automata as am
 from structout.schema import _numbers as nm
+from structout.schema import _regex as rx
 from structout.schema import _strlang as sl
 from structout.schema import _textre as tr
 from structout.schema import canonical_schema_key, to_kbnf, translate
@@ -440,3 +441,31 @@ def test_draft4_integers_are_lexical() -> None:
     )
     assert d4.accepts(b"5") and not d4.accepts(b"5.0")
     assert d7.accepts(b"5") and d7.accepts(b"5.0")
+
+
+def test_shrink_to_is_a_length_bounded_subset() -> None:
+    from structout.schema import _formats as fm
+
+    rnd = random.Random(11)
+    sources = [fm.format_formula("email"), sl.pattern_formula(r"^(?:\S+\s+){0,99}\S+$")]
+    for source in (f[1] for f in sources if f is not None):
+        for budget in (10, 40, 120):
+            shrunk = sl.shrink_to(source, budget)
+            _lo, hi = rx.length_range(shrunk)
+            assert hi is not None and hi <= budget
+            dfa = sl.to_dfa(sl.f_re(shrunk))
+            # walk random accepted strings of the shrunk language and check the original
+            original = sl.f_re(source)
+            for _ in range(60):
+                q, text = dfa.start, []
+                _live, edges = dfa.live_edges()
+                for _step in range(budget + 1):
+                    if dfa.accept[q] and (not edges[q] or rnd.random() < 0.2):
+                        break
+                    r, chars = rnd.choice(list(edges[q].items()))
+                    lo_c, hi_c = rnd.choice(chars)
+                    text.append(chr(rnd.randint(lo_c, min(hi_c, lo_c + 200))))
+                    q = r
+                if dfa.accept[q]:
+                    s = "".join(text)
+                    assert len(s) <= budget and sl.matches(original, s), s

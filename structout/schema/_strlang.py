@@ -13,6 +13,7 @@ Formulas are built with :func:`f_and`, :func:`f_or`, :func:`f_not`, tested on co
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from functools import lru_cache
@@ -366,8 +367,12 @@ def shrink_to(node: rx.Node, budget: int) -> rx.Node:
                 if r[1] is not None:
                     extra[i] = r[1] - r[0]
             rest = spare - bounded_need
-            for i in unbounded:
-                extra[i] = rest // len(unbounded)
+            # unbounded parts share the rest by how varied their characters are (a run of
+            # non-space characters deserves more room than the whitespace between words)
+            weights = [_variety(items[i]) for i in unbounded]
+            total = sum(weights)
+            for i, w in zip(unbounded, weights):
+                extra[i] = int(rest * w / total)
         else:
             for i, r in enumerate(ranges):
                 if r[1] is not None and bounded_need:
@@ -390,6 +395,13 @@ def shrink_to(node: rx.Node, budget: int) -> rx.Node:
             return rx.NONE
         return rx.rep(shrink_to(x, per), a, c)
     return node if lo <= budget else rx.NONE
+
+
+def _variety(node: rx.Node) -> float:
+    """A weight for length budgets: bits per character the node's character sets offer."""
+    sets: list[cs.Charset] = []
+    am.collect_sets(node, sets)
+    return max(1.0, sum(math.log2(1 + cs.size(x)) for x in sets))
 
 
 Realized = Union[rx.Node, am.DFA]
