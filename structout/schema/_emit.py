@@ -144,7 +144,6 @@ class Emitter:
         max_depth: int,
         on_unsupported: Callable[[str, str, Node], None],
         is_empty: Callable[[Node], bool],
-        ref_names: dict[Any, str] | None = None,
         on_subset: Callable[[str, str, Node | None], None] | None = None,
     ) -> None:
         self.alg = alg
@@ -158,7 +157,6 @@ class Emitter:
         self.memo: dict[tuple[Node, int], Sym | None] = {}
         self.term_memo: dict[str, str] = {}
         self.counter: dict[str, int] = {}
-        self.ref_names = ref_names or {}
         self.used_names: set[str] = set()
         self.generic_done: set[Any] = set()
 
@@ -316,14 +314,12 @@ class Emitter:
         return sym
 
     def _ref_hint(self, key: Any, depth: int) -> str:
-        name = self.ref_names.get(key)
-        if name is None:
-            if isinstance(key, tuple) and key and key[0] == "loc":
-                frag = key[2].replace("|in-place", "")
-                last = frag.rstrip("/").rsplit("/", 1)[-1] if frag else "root"
-                name = last or "root"
-            else:
-                name = "def"
+        if isinstance(key, tuple) and key and key[0] == "loc":
+            frag = key[2].replace("|in-place", "")
+            last = frag.rstrip("/").rsplit("/", 1)[-1] if frag else "root"
+            name = last or "root"
+        else:
+            name = "def"
         return f"{name}_d{depth}" if self.layout.depth_dependent else name
 
     def _bool_rule(self) -> Sym:

@@ -678,8 +678,6 @@ def _carries_annotations(n: Node) -> bool:
 
 
 def _key_is_ann(key: Any) -> bool:
-    if isinstance(key, str):
-        return key.endswith("|ann")
     if isinstance(key, tuple) and key and key[0] == "loc":
         return bool(key[3])
     if isinstance(key, tuple):

@@ -551,10 +551,3 @@ def is_empty(f: Formula) -> bool:
         return False
     alpha = am.Alphabet.for_nodes([rx.ANYCHAR, *leaves])
     return not am.combine(leaves, ev, alpha, stop_at_accept=True)
-
-
-def charset_of_single_chars(f: Formula) -> cs.Charset | None:
-    """If every string of ``f`` has length one and ``f`` is a plain set, that set."""
-    if f[0] == "re" and f[1][0] == "set":
-        return f[1][1]  # type: ignore[no-any-return]
-    return None
