@@ -128,26 +128,46 @@ def iter_sample(rows: list[dict[str, Any]], every: int, offset: int = 0) -> Iter
     return iter(range(offset % every, len(rows), every)) if every > 1 else iter(range(len(rows)))
 
 
+def run_subset(
+    name: str,
+    layout: dict[str, Any],
+    every: int = 1,
+    timeout: float = 30.0,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
+    rows = load_rows(name)
+    results = []
+    for i in iter_sample(rows, every):
+        r = check_schema(rows[i], layout, timeout)
+        r["index"] = i
+        r["name"] = rows[i].get("name", "")
+        results.append(r)
+        if progress and len(results) % 100 == 0:
+            print(f"  {name}: {len(results)} schemas", file=sys.stderr, flush=True)
+    return results
+
+
+def _run_subset_star(args: tuple[str, dict[str, Any], int, float, bool]) -> list[dict[str, Any]]:
+    return run_subset(*args)
+
+
 def run(
     names: list[str],
     layout: dict[str, Any],
     every: int = 1,
     timeout: float = 30.0,
     progress: bool = False,
+    jobs: int = 0,
 ) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for name in names:
-        rows = load_rows(name)
-        results = []
-        for i in iter_sample(rows, every):
-            r = check_schema(rows[i], layout, timeout)
-            r["index"] = i
-            r["name"] = rows[i].get("name", "")
-            results.append(r)
-            if progress and len(results) % 100 == 0:
-                print(f"  {name}: {len(results)} schemas", file=sys.stderr, flush=True)
-        out[name] = results
-    return out
+    """Results per subset. ``jobs > 0``: each subset in a fresh worker process (bounded memory)."""
+    if jobs <= 0:
+        return {name: run_subset(name, layout, every, timeout, progress) for name in names}
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(processes=jobs, maxtasksperchild=1) as pool:
+        args = [(name, layout, every, timeout, progress) for name in names]
+        return dict(zip(names, pool.map(_run_subset_star, args, chunksize=1)))
 
 
 def table(results: dict[str, list[dict[str, Any]]]) -> str:
@@ -185,10 +205,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per schema (0: none)")
     ap.add_argument("--json", help="write per-schema results to this file")
     ap.add_argument("--failures", type=int, default=0, help="print N failure details")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="worker processes, one fresh process per subset (0: run in this process)",
+    )
     args = ap.parse_args(argv)
     names = args.subset or subsets()
     t0 = time.time()
-    results = run(names, LAYOUTS[args.layout], args.every, args.timeout, progress=True)
+    results = run(
+        names, LAYOUTS[args.layout], args.every, args.timeout, progress=True, jobs=args.jobs
+    )
     print(table(results))
     secs = [r["seconds"] for rs in results.values() for r in rs]
     docs = sum(r["docs"] for rs in results.values() for r in rs)

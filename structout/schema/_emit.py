@@ -151,6 +151,7 @@ class Emitter:
         self.max_depth = max_depth
         self.on_unsupported = on_unsupported
         self.on_subset = on_subset
+        self.realized: dict[tuple[sl.Formula, bool], Any] = {}
         self.is_empty = is_empty
         self.rules: dict[str, list[Alt]] = {}
         self.comments: dict[str, str] = {}
@@ -388,7 +389,10 @@ class Emitter:
         if f[0] == "cfg":
             return self.cfg_string(f[1])
         try:
-            real = sl.realize(f, key_mode=compact)
+            key = (f, compact)
+            real = self.realized.get(key)
+            if real is None:
+                real = self.realized[key] = sl.realize(f, key_mode=compact)
         except sl.NotRegular as e:
             self.on_unsupported(str(e), "format", node)  # type: ignore[arg-type]
             return self.generic_string()
@@ -1179,7 +1183,7 @@ def _metrics(node: rx.Node) -> tuple[int, int]:
         states, depth = inner[0] * max(k, 1), 1 + inner[1]
     else:
         states, depth = 1, 0
-    if len(_METRICS) > 200_000:
+    if len(_METRICS) > 50_000:
         _METRICS.clear()
     _METRICS[id(node)] = (node, states, depth)
     return states, depth

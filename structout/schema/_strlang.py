@@ -159,7 +159,7 @@ def as_length(f: Formula) -> tuple[int, int | None] | None:
 # --- concrete matching ----------------------------------------------------------------------
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _py_regex(node: rx.Node) -> re.Pattern[str]:
     return re.compile(rx.to_python(node), re.DOTALL)
 
@@ -487,9 +487,10 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
     return out
 
 
-@lru_cache(maxsize=2048)
 def realize(f: Formula, max_regex_size: int = 3000, key_mode: bool = False) -> Realized:
     """A regex AST for the language, else a minimized DFA (raises AutomatonTooLarge).
+
+    Not cached globally (automata can be large); the emitter memoizes per translation.
 
     ``key_mode``: the language of additional object keys, where complements of the named keys
     may leave the named keys' trie only at printable ASCII characters (a smaller subset).
