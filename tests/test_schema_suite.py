@@ -10,6 +10,11 @@ not translate). The classification is compared with ``tests/data/jsts_baseline.j
 * a case that now passes but is listed as failing in the baseline fails too, until the
   baseline is rewritten in the same commit: ``python tests/test_schema_suite.py
   --update-baseline`` (or run pytest with ``STRUCTOUT_UPDATE_BASELINE=1``).
+
+Documented deviations (docs/json_schema.md, "Deviations") are marked in the baseline: a valid
+instance refused only because it holds an integral float such as ``1.0`` where the schema says
+``integer`` (the grammar admits plain integers only) is ``fn`` with ``deviation:
+integer-spelling``.
 """
 
 from __future__ import annotations
@@ -44,7 +49,6 @@ def _remotes() -> dict[str, Any]:
 def run_suite(parts: dict[str, str] = PARTS, **layout: Any) -> dict[str, dict[str, Any]]:
     """Classify every case. Returns ``{case_id: {"status", "part", "what"}}``."""
     from structout._engine import compile_grammar
-
     from structout.errors import StructoutError
     from structout.schema import translate
 
@@ -73,10 +77,40 @@ def run_suite(parts: dict[str, str] = PARTS, **layout: Any) -> dict[str, dict[st
                         else:
                             status = "fp" if accepted else "fn"
                     entry = {"status": status, "part": part, "what": what}
+                    if status == "fn" and _integer_spelling_deviation(tr, test["data"]):
+                        entry["deviation"] = INTEGER_SPELLING
                     if error is not None:
                         entry["error"] = error[:200]
                     out[f"{rel}#{gi}/{ti}"] = entry
     return out
+
+
+#: A valid instance refused because it writes an integer as ``N.0`` (see the module docstring).
+INTEGER_SPELLING = "integer-spelling"
+
+
+def _integer_spelling_deviation(tr: Any, data: Any) -> bool:
+    """Whether ``data`` holds an integral float and becomes acceptable when every integral
+    float is written as a plain integer (so the refusal is the documented deviation only)."""
+    found = False
+
+    def plain(v: Any) -> Any:
+        nonlocal found
+        if isinstance(v, float) and v.is_integer():
+            found = True
+            return int(v)
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    converted = plain(data)
+    if not found:
+        return False
+    from structout._engine import compile_grammar
+
+    return bool(compile_grammar(tr.kbnf).accepts(tr.dumps(converted).encode("utf-8")))
 
 
 def summarize(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -98,6 +132,7 @@ def baseline_of(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "summary": summarize(results),
         "failing": {
             cid: [r["status"], r["what"]]
+            + ([f"deviation: {r['deviation']}"] if r.get("deviation") else [])
             for cid, r in sorted(results.items())
             if r["status"] != "pass"
         },
@@ -155,6 +190,10 @@ def test_suite_against_baseline(compact_results: dict[str, dict[str, Any]]) -> N
         f"{len(improved)} cases now pass and {len(changed)} changed failure kind; update the "
         "baseline in the same commit (python tests/test_schema_suite.py --update-baseline)"
     )
+    # documented deviations are recorded as such, and only those
+    deviations = {cid for cid, r in results.items() if r.get("deviation")}
+    recorded = {cid for cid, f in failing.items() if len(f) > 2 and f[2].startswith("deviation")}
+    assert deviations == recorded, (sorted(deviations ^ recorded), "update the baseline")
     summary = summarize(results)
     for part, target in TARGETS.items():
         assert summary[part]["pass"] >= target, (part, summary[part])

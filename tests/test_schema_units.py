@@ -430,17 +430,34 @@ def test_additional_keys_exclude_named_keys_exactly() -> None:
     assert not g.accepts(b'{"name": 1, "name": "x"}')
 
 
-def test_draft4_integers_are_lexical() -> None:
+def test_integers_are_plain_and_their_complements_exact() -> None:
     from structout._engine import compile_grammar
 
-    d4 = compile_grammar(
-        to_kbnf({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"})
+    d4, d7, d2020 = (
+        f"http://json-schema.org/{d}/schema#" for d in ("draft-04", "draft-07", "draft/2020-12")
     )
-    d7 = compile_grammar(
-        to_kbnf({"$schema": "http://json-schema.org/draft-07/schema#", "type": "integer"})
-    )
-    assert d4.accepts(b"5") and not d4.accepts(b"5.0")
-    assert d7.accepts(b"5") and d7.accepts(b"5.0")
+    for draft in (d4, d7, d2020):
+        g = compile_grammar(to_kbnf({"$schema": draft, "type": "integer"}))
+        assert g.accepts(b"5") and g.accepts(b"-12") and g.accepts(b"0")
+        assert not g.accepts(b"5.0") and not g.accepts(b"5e0") and not g.accepts(b"-0.0")
+    # draft-04: 5.0 is not an integer, so `not integer` admits it; later drafts: 5.0 is an
+    # integer (only its spelling is left out of `integer`), so `not integer` must refuse it
+    g4 = compile_grammar(to_kbnf({"$schema": d4, "type": "number", "not": {"type": "integer"}}))
+    assert g4.accepts(b"5.0") and g4.accepts(b"5.5") and not g4.accepts(b"5")
+    for draft in (d7, d2020):
+        g = compile_grammar(
+            to_kbnf({"$schema": draft, "type": "number", "not": {"type": "integer"}})
+        )
+        assert g.accepts(b"5.5") and not g.accepts(b"5.0") and not g.accepts(b"5"), draft
+    # ranges and multipleOf keep their exact bounds on the plain spellings
+    g = compile_grammar(to_kbnf({"type": "integer", "minimum": -3, "exclusiveMaximum": 10}))
+    assert [v for v in range(-6, 14) if g.accepts(str(v).encode())] == list(range(-3, 10))
+    assert not g.accepts(b"5.0")
+    g = compile_grammar(to_kbnf({"type": "integer", "multipleOf": 4, "maximum": 20}))
+    assert [v for v in range(-9, 30) if g.accepts(str(v).encode())] == list(range(-8, 21, 4))
+    assert not g.accepts(b"8.0") and not g.accepts(b"8.00")
+    g = compile_grammar(to_kbnf({"type": "integer", "multipleOf": 0.5}))
+    assert g.accepts(b"3") and not g.accepts(b"3.0") and not g.accepts(b"3.5")
 
 
 def test_shrink_to_is_a_length_bounded_subset() -> None:

@@ -34,6 +34,7 @@ DEFAULT_MAX_WHITESPACE = 32
 DEFAULT_MAX_NESTING = 32
 DEFAULT_MAX_SCHEMA_DEPTH = 256
 DEFAULT_MAX_SUBSCHEMAS = 100_000
+DEFAULT_MAX_PATTERN_LENGTH = 16_384
 RECURSION_LIMIT = 12_000
 
 
@@ -59,18 +60,46 @@ def json_schema_of(schema_or_type: Any, *, by_alias: bool = True) -> tuple[Any, 
             return json.loads(schema_or_type), False
         except json.JSONDecodeError as e:
             raise SchemaError(f"schema text is not valid JSON: {e}", "") from None
+        except RecursionError:
+            raise LimitExceededError(
+                "schema text nested too deeply for the JSON parser (Python's recursion limit, "
+                f"{sys.getrecursionlimit()}); hint: a schema that deep exceeds max_schema_depth "
+                f"(default {DEFAULT_MAX_SCHEMA_DEPTH}) anyway: flatten it with $defs and $ref"
+            ) from None
     try:
         from pydantic import TypeAdapter
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise SchemaError(
             "translating Python types needs pydantic>=2 (pip install pydantic)", ""
         ) from e
+    # Pydantic walks nested types recursively: allow it the translator's recursion budget
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
     try:
         schema = TypeAdapter(schema_or_type).json_schema(by_alias=by_alias, mode="validation")
+    except RecursionError:
+        raise LimitExceededError(
+            f"the type {_type_name(schema_or_type)} is nested too deeply for Pydantic to "
+            f"describe (Python recursion limit {RECURSION_LIMIT}); hint: flatten the type or "
+            "use recursive models (self-references stay finite)"
+        ) from None
     except Exception as e:
-        raise SchemaError(f"cannot build a JSON Schema for {schema_or_type!r}: {e}", "") from e
+        raise SchemaError(
+            f"cannot build a JSON Schema for {_type_name(schema_or_type)}: {e}", ""
+        ) from e
+    finally:
+        sys.setrecursionlimit(old_limit)
     _adapt_python_schema(schema)
     return schema, True
+
+
+def _type_name(tp: Any) -> str:
+    """A short description of a Python type for messages (deep generics have huge reprs)."""
+    try:
+        text = repr(tp)
+    except RecursionError:
+        text = getattr(tp, "__qualname__", None) or type(tp).__name__
+    return text if len(text) <= 200 else text[:100] + "…" + text[-60:]
 
 
 def _adapt_python_schema(node: Any) -> None:
@@ -83,27 +112,28 @@ def _adapt_python_schema(node: Any) -> None:
       and removes them, so every list of valid items validates; a grammar cannot enforce
       uniqueness of arbitrary items.
     """
-    if not isinstance(node, dict):
-        return
-    node.pop("uniqueItems", None)
-    if (
-        isinstance(node.get("properties"), dict)
-        and "additionalProperties" not in node
-        and node.get("type", "object") == "object"
-    ):
-        node["additionalProperties"] = False
-    for kw in cp._SCHEMA_MAP_KWS:
-        sub = node.get(kw)
-        if isinstance(sub, dict):
-            for v in sub.values():
-                _adapt_python_schema(v)
-    for kw in cp._SCHEMA_KWS:
-        _adapt_python_schema(node.get(kw))
-    for kw in cp._SCHEMA_LIST_KWS:
-        sub = node.get(kw)
-        if isinstance(sub, list):
-            for v in sub:
-                _adapt_python_schema(v)
+    stack = [node]  # iterative: generated schemas may be deep
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        node.pop("uniqueItems", None)
+        if (
+            isinstance(node.get("properties"), dict)
+            and "additionalProperties" not in node
+            and node.get("type", "object") == "object"
+        ):
+            node["additionalProperties"] = False
+        for kw in cp._SCHEMA_MAP_KWS:
+            sub = node.get(kw)
+            if isinstance(sub, dict):
+                stack.extend(sub.values())
+        for kw in cp._SCHEMA_KWS:
+            stack.append(node.get(kw))
+        for kw in cp._SCHEMA_LIST_KWS:
+            sub = node.get(kw)
+            if isinstance(sub, list):
+                stack.extend(sub)
 
 
 class SchemaTranslation:
@@ -182,12 +212,20 @@ def translate(
     registry: Mapping[str, Any] | None = None,
     max_schema_depth: int = DEFAULT_MAX_SCHEMA_DEPTH,
     max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
+    max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
 ) -> SchemaTranslation:
     """Translate and return a :class:`SchemaTranslation` (see :func:`to_kbnf` for options)."""
     if indent is not None and (not isinstance(indent, int) or indent < 0):
         raise ValueError("indent must be a non-negative integer or None")
     if not isinstance(max_whitespace, int) or max_whitespace < 1:
         raise ValueError("max_whitespace must be a positive integer")
+    for name, value in (
+        ("max_schema_depth", max_schema_depth),
+        ("max_subschemas", max_subschemas),
+        ("max_pattern_length", max_pattern_length),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
     layout = Layout(whitespace, indent, max_whitespace)
     schema, _from_python = json_schema_of(schema_or_type, by_alias=by_alias)
     reg, base = cp.mapping_registry(schema, registry, max_subschemas)
@@ -200,7 +238,13 @@ def translate(
             stacklevel=4,
         )
 
-    compiler = cp.Compiler(reg, lenient=lenient, max_depth=max_schema_depth, warn=warn)
+    compiler = cp.Compiler(
+        reg,
+        lenient=lenient,
+        max_depth=max_schema_depth,
+        warn=warn,
+        max_pattern_length=max_pattern_length,
+    )
 
     def subset_warn(message: str, keyword: str, pointer: str) -> None:
         warnings.warn(
@@ -221,6 +265,7 @@ def translate(
     # more than the default limit (the work itself is bounded by the limits above).
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
+    emitter: Emitter | None = None
     try:
         root = compiler.compile_root(base)
         emitter = Emitter(
@@ -230,6 +275,8 @@ def translate(
             on_unsupported,
             compiler.is_empty,
             on_subset=lambda m, k, n: subset_warn(m, k, compiler.origin.get(n, "") if n else ""),
+            max_schema_depth=max_schema_depth,
+            pointer_of=compiler.origin.get,
         )
         emitter.emit_start(root)
         text = emitter.render()
@@ -238,8 +285,16 @@ def translate(
     except Unsupported as e:
         raise UnsupportedSchemaError(e.message, e.keyword, "/") from None
     except RecursionError:
+        # Depth is bounded by max_schema_depth and the regex budgets; this is the backstop
+        # (e.g. a raised max_schema_depth, or a pattern/key nested thousands of levels).
+        where = emitter.recursion_pointer if emitter is not None else None
+        if where is None:
+            where = compiler.current
         raise LimitExceededError(
-            "schema or pattern nesting too deep to translate (recursion limit)"
+            "schema, pattern or property name nested too deeply to translate (Python "
+            f"recursion limit {RECURSION_LIMIT}) near {cp._short_pointer(where)}; hint: "
+            f"max_schema_depth is {max_schema_depth}; keep it at or below the default "
+            f"({DEFAULT_MAX_SCHEMA_DEPTH}) and split deeply nested patterns"
         ) from None
     finally:
         sys.setrecursionlimit(old_limit)
@@ -258,6 +313,7 @@ def to_kbnf(
     registry: Mapping[str, Any] | None = None,
     max_schema_depth: int = DEFAULT_MAX_SCHEMA_DEPTH,
     max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
+    max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
 ) -> str:
     """KBNF (start rule ``start``) accepting exactly the valid documents in the chosen layout.
 
@@ -272,6 +328,8 @@ def to_kbnf(
         by_alias: for Python types, use field aliases as property names.
         registry: extra schema documents by URI, for ``$ref`` to other documents.
         max_schema_depth, max_subschemas: bounds on the work (LimitExceededError beyond).
+        max_pattern_length: longest ``pattern`` / ``patternProperties`` regex, in characters
+            (LimitExceededError beyond; see docs/limits.md).
 
     Raises:
         SchemaError: the schema is invalid (bad keyword values, unresolvable ``$ref``).
@@ -289,6 +347,7 @@ def to_kbnf(
         registry=registry,
         max_schema_depth=max_schema_depth,
         max_subschemas=max_subschemas,
+        max_pattern_length=max_pattern_length,
     ).kbnf
 
 
@@ -307,23 +366,76 @@ def canonical_schema_key(schema_or_type: Any, **options: Any) -> str:
         "max_nesting": DEFAULT_MAX_NESTING,
         "max_schema_depth": DEFAULT_MAX_SCHEMA_DEPTH,
         "max_subschemas": DEFAULT_MAX_SUBSCHEMAS,
+        "max_pattern_length": DEFAULT_MAX_PATTERN_LENGTH,
     }
     opts = dict(defaults)
     opts.update(options)
-    payload = json.dumps(
+    payload = canonical_json(
         {
             "schema": schema,
             "options": opts,
             "version": getattr(structout, "__version__", "0"),
             "translator": _TRANSLATOR_REVISION,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=True,
-        default=repr,
+        }
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def _json_key(k: Any) -> str:
+    """An object key as ``json.dumps`` converts it."""
+    if isinstance(k, str):
+        return k
+    if k is True:
+        return "true"
+    if k is False:
+        return "false"
+    if k is None:
+        return "null"
+    if isinstance(k, (int, float)):
+        return json.dumps(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+
+
+def canonical_json(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+    default=repr)``, without recursion (values of any depth; the same text)."""
+    out: list[str] = []
+    text, leave = object(), object()  # markers of work items: (text, "..."), (leave, id)
+    active: set[int] = set()  # containers being written (a cycle raises, as in json.dumps)
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is tuple and len(v) == 2 and (v[0] is text or v[0] is leave):
+            if v[0] is text:
+                out.append(v[1])
+            else:
+                active.discard(v[1])
+            continue
+        if isinstance(v, (dict, list, tuple)):
+            if id(v) in active:
+                raise ValueError("Circular reference detected")
+            active.add(id(v))
+            parts: list[Any]
+            if isinstance(v, dict):
+                parts = [(text, "{")]
+                for i, (k, x) in enumerate(sorted(v.items())):
+                    key = json.dumps(_json_key(k), ensure_ascii=True)
+                    parts.append((text, ("," if i else "") + key + ":"))
+                    parts.append(x)
+                parts.append((text, "}"))
+            else:
+                parts = [(text, "[")]
+                for i, x in enumerate(v):
+                    if i:
+                        parts.append((text, ","))
+                    parts.append(x)
+                parts.append((text, "]"))
+            parts.append((leave, id(v)))
+            stack.extend(reversed(parts))
+        else:
+            out.append(json.dumps(v, ensure_ascii=True, default=repr))
+    return "".join(out)
+
+
 # Bump when the emitted grammar for an unchanged schema changes (invalidates caches).
-_TRANSLATOR_REVISION = 1
+_TRANSLATOR_REVISION = 2

@@ -129,6 +129,40 @@ def json_pointer_escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
+def _short_pointer(pointer: str, limit: int = 160) -> str:
+    """A JSON pointer for messages: abbreviated in the middle when very long."""
+    pointer = pointer.replace("|in-place", "") or "/"
+    if len(pointer) <= limit:
+        return pointer
+    levels = pointer.count("/")
+    return f"{pointer[: limit // 3]}…{pointer[-(2 * limit) // 3 :]} ({levels} tokens)"
+
+
+def limit_error(message: str, limit: str, pointer: str) -> LimitExceededError:
+    """A translator limit was hit: the error carries ``limit`` (its name) and ``pointer`` (the
+    whole JSON pointer; messages abbreviate very long ones)."""
+    err = LimitExceededError(message)
+    err.limit = limit  # type: ignore[attr-defined]
+    err.pointer = pointer.replace("|in-place", "") or "/"  # type: ignore[attr-defined]
+    return err
+
+
+def depth_error(max_depth: int, pointer: str) -> LimitExceededError:
+    """``max_schema_depth`` exceeded at ``pointer`` (size fallbacks, e.g. in ``oneOf``, never
+    absorb it)."""
+    return limit_error(
+        f"schema nesting deeper than {max_depth} levels at {_short_pointer(pointer)} "
+        f"(limit max_schema_depth = {max_depth}); hint: raise it, e.g. "
+        f"to_kbnf(schema, max_schema_depth={max(2 * max_depth, 1)}), to translate deeper schemas",
+        "max_schema_depth",
+        pointer,
+    )
+
+
+def _is_depth_error(e: BaseException) -> bool:
+    return getattr(e, "limit", None) == "max_schema_depth"
+
+
 def _draft_of(schema_uri: Any) -> int | None:
     if not isinstance(schema_uri, str):
         return None
@@ -192,14 +226,51 @@ class Registry:
         self.resources.setdefault(uri, (uri, "", draft))
         self._index(doc, uri, "", uri, draft)
 
-    def _index(self, node: Any, doc_uri: str, ptr: str, base: str, draft: int) -> None:
-        self.count += 1
-        if self.count > self.max_subschemas:
-            raise LimitExceededError(
-                f"schema too large: more than {self.max_subschemas} subschemas (max_subschemas)"
-            )
-        if not isinstance(node, dict):
-            return
+    def _index(self, root: Any, doc_uri: str, ptr: str, base: str, draft: int) -> None:
+        """Index ``$id``/``$anchor``/``$dynamicAnchor`` of every subschema, depth first in
+        document order (the first declaration of an anchor wins). Iterative: documents of any
+        depth are walked without recursion (only ``max_subschemas`` bounds the work)."""
+        stack: list[tuple[Any, str, str, int]] = [(root, ptr, base, draft)]
+        while stack:
+            node, ptr, base, draft = stack.pop()
+            self.count += 1
+            if self.count > self.max_subschemas:
+                raise LimitExceededError(
+                    f"schema too large: more than {self.max_subschemas} subschemas "
+                    f"(max_subschemas, at {_short_pointer(ptr)}); raise max_subschemas to "
+                    "translate larger schemas"
+                )
+            if not isinstance(node, dict):
+                continue
+            base, draft = self._index_one(node, doc_uri, ptr, base, draft)
+            children: list[tuple[Any, str, str, int]] = []
+            for kw in _SCHEMA_MAP_KWS:
+                sub = node.get(kw)
+                if isinstance(sub, dict):
+                    for k, v in sub.items():
+                        children.append((v, f"{ptr}/{kw}/{json_pointer_escape(k)}", base, draft))
+            deps = node.get("dependencies")
+            if isinstance(deps, dict):
+                for k, v in deps.items():
+                    if isinstance(v, (dict, bool)):
+                        children.append(
+                            (v, f"{ptr}/dependencies/{json_pointer_escape(k)}", base, draft)
+                        )
+            for kw in _SCHEMA_KWS:
+                sub = node.get(kw)
+                if isinstance(sub, (dict, bool)):
+                    children.append((sub, f"{ptr}/{kw}", base, draft))
+            for kw in _SCHEMA_LIST_KWS:
+                sub = node.get(kw)
+                if isinstance(sub, list):
+                    for i, v in enumerate(sub):
+                        children.append((v, f"{ptr}/{kw}/{i}", base, draft))
+            stack.extend(reversed(children))
+
+    def _index_one(
+        self, node: dict[str, Any], doc_uri: str, ptr: str, base: str, draft: int
+    ) -> tuple[str, int]:
+        """Record one subschema's identifiers; its base URI and draft for its children."""
         d = _draft_of(node.get("$schema"))
         if d is not None:
             draft = d
@@ -224,27 +295,7 @@ class Registry:
             self.resource_dyn.setdefault(base, set()).add(dyn)
         if node.get("$recursiveAnchor") is True:
             self.recursive_anchor = True
-        for kw in _SCHEMA_MAP_KWS:
-            sub = node.get(kw)
-            if isinstance(sub, dict):
-                for k, v in sub.items():
-                    self._index(v, doc_uri, f"{ptr}/{kw}/{json_pointer_escape(k)}", base, draft)
-        deps = node.get("dependencies")
-        if isinstance(deps, dict):
-            for k, v in deps.items():
-                if isinstance(v, (dict, bool)):
-                    self._index(
-                        v, doc_uri, f"{ptr}/dependencies/{json_pointer_escape(k)}", base, draft
-                    )
-        for kw in _SCHEMA_KWS:
-            sub = node.get(kw)
-            if isinstance(sub, (dict, bool)):
-                self._index(sub, doc_uri, f"{ptr}/{kw}", base, draft)
-        for kw in _SCHEMA_LIST_KWS:
-            sub = node.get(kw)
-            if isinstance(sub, list):
-                for i, v in enumerate(sub):
-                    self._index(v, doc_uri, f"{ptr}/{kw}/{i}", base, draft)
+        return base, draft
 
     def locate(self, doc_uri: str, pointer: str) -> Location:
         """Walk ``pointer`` in a document, tracking base URI and draft."""
@@ -343,10 +394,12 @@ class Compiler:
         lenient: bool = False,
         max_depth: int = 256,
         warn: Any = None,
+        max_pattern_length: int = 16_384,
     ) -> None:
         self.reg = registry
         self.lenient = lenient
         self.max_depth = max_depth
+        self.max_pattern_length = max_pattern_length
         self.alg = Algebra(self._resolve_key)
         self.cache: dict[tuple[str, bool, Scope], Node] = {}
         self._scopes: list[Scope] = []
@@ -354,6 +407,8 @@ class Compiler:
         self.warn = warn
         self.subset_warn: Any = None
         self.origin: dict[Node, str] = {}
+        # the pointer of the subschema compiled last (for errors without a location)
+        self.current = ""
 
     # --- entry points ---
 
@@ -409,9 +464,9 @@ class Compiler:
             return got
         self.depth += 1
         if self.depth > self.max_depth:
-            raise LimitExceededError(
-                f"schema nesting deeper than {self.max_depth} levels at {loc.pointer or '/'}"
-            )
+            self.depth -= 1
+            raise depth_error(self.max_depth, loc.pointer)
+        self.current = loc.pointer
         self._scopes.append(scope)
         try:
             node = self._compile(loc, ann)
@@ -608,11 +663,12 @@ class Compiler:
             res = alg.or_(*branches)
             self._force(res)
             return res
+        except LimitExceededError as e:
+            if _is_depth_error(e):
+                raise
         except Unsupported as e:
             self.unsupported(f"oneOf with overlapping branches: {e.message}", "oneOf", loc)
             return alg.or_(*nodes)
-        except LimitExceededError:
-            pass
         # The exact form (each branch minus all the others) is too large. Per pair, keep the
         # exact complement where it stays small, else subtract a simple, sufficient reason for
         # not matching the other branch (a key it requires is absent, or a property it cannot
@@ -629,13 +685,17 @@ class Compiler:
                         cand = alg.and_(b, alg.not_(nodes[j]))
                         self._force(cand)
                         b = cand
-                    except LimitExceededError:
+                    except LimitExceededError as e:
+                        if _is_depth_error(e):
+                            raise
                         b = alg.and_(b, self._exclusion(nodes[j], nodes[i]))
                         subset = True
                 branches.append(b)
             res = alg.or_(*branches)
             self._force(res)
         except (Unsupported, LimitExceededError) as e:
+            if _is_depth_error(e):
+                raise
             msg = e.message if isinstance(e, Unsupported) else str(e)
             self.unsupported(f"oneOf with overlapping branches too complex ({msg})", "oneOf", loc)
             return alg.or_(*nodes)
@@ -853,8 +913,10 @@ class Compiler:
         s = loc.value
         parts: list[nm.NumFormula] = []
         if integer_only:
-            # draft-04 and older: an integer is a numeral without a fraction (1.0 is not one)
-            parts.append(("intlex",) if loc.draft <= 4 else ("int",))
+            # draft-04 and older: an integer is a numeral without a fraction (1.0 is not one).
+            # Later drafts count 1.0 as an integer, but the grammar admits only plain integers
+            # (json.loads reads 1.0 as a float; models would loop on zeros): a documented subset.
+            parts.append(("intlex",) if loc.draft <= 4 else ("intplain",))
         lo: Fraction | None = None
         hi: Fraction | None = None
         lo_incl = hi_incl = True
@@ -910,6 +972,17 @@ class Compiler:
         return self.alg.str_(sl.f_and(*parts))
 
     def pattern(self, p: str, loc: Location, kw: str) -> sl.Formula:
+        # where the regex is: the keyword's value, or (patternProperties) one of its keys
+        ptr = f"{loc.pointer}/{kw}" + (f"/{json_pointer_escape(p)}" if kw != "pattern" else "")
+        if len(p) > self.max_pattern_length:
+            raise limit_error(
+                f"{kw} regex of {len(p)} characters at {_short_pointer(ptr)} exceeds "
+                f"max_pattern_length = {self.max_pattern_length}; hint: raise it, e.g. "
+                f"to_kbnf(schema, max_pattern_length={len(p)}) (translation time and grammar "
+                "size grow with the pattern)",
+                "max_pattern_length",
+                ptr,
+            )
         try:
             return sl.pattern_formula(p)
         except rx.RegexUnsupported as e:
@@ -919,6 +992,13 @@ class Compiler:
             return sl.ALL
         except rx.RegexSyntaxError as e:
             raise self.bad(f"invalid regular expression: {e}", loc, kw) from None
+        except rx.RegexTooDeep as e:
+            raise limit_error(
+                f"{kw} regex at {_short_pointer(ptr)}: {e} (translator limit "
+                f"MAX_PATTERN_NESTING = {rx.MAX_PATTERN_NESTING}); hint: flatten the groups",
+                "MAX_PATTERN_NESTING",
+                ptr,
+            ) from None
 
     def _array(self, loc: Location, ann: bool = False) -> Node:
         s = loc.value

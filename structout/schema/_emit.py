@@ -24,6 +24,7 @@ from . import _numbers as nm
 from . import _regex as rx
 from . import _strlang as sl
 from . import _textre as tr
+from ._compile import depth_error
 from ._ir import Algebra, Node, Unsupported
 
 # A KBNF symbol: a rule name, a quoted literal, a #"regex" terminal, or a repetition
@@ -38,6 +39,9 @@ REGEX_STATE_BUDGET = 3000
 REGEX_NEST_BUDGET = 100
 MAX_ARRAY_STATES = 4000
 MAX_LITERAL_SET = 20000
+# Objects with more named members than this (and no property counting) use the segment-tree
+# rules of Emitter._object_tree (linear rules, O(n log n) normalized grammar).
+TREE_MIN_MEMBERS = 24
 
 
 def kbnf_literal(text: str) -> str:
@@ -145,8 +149,16 @@ class Emitter:
         on_unsupported: Callable[[str, str, Node], None],
         is_empty: Callable[[Node], bool],
         on_subset: Callable[[str, str, Node | None], None] | None = None,
+        max_schema_depth: int = 256,
+        pointer_of: Callable[[Node], str | None] | None = None,
     ) -> None:
         self.alg = alg
+        # Arrays/objects being emitted, outermost first: their number is the nesting depth of
+        # the values, bounded by max_schema_depth (so emission never runs out of stack).
+        self.nest: list[Node] = []
+        self.max_schema_depth = max_schema_depth
+        self.pointer_of = pointer_of
+        self.recursion_pointer: str | None = None  # where Python's recursion limit was hit
         self.layout = layout
         self.max_depth = max_depth
         self.on_unsupported = on_unsupported
@@ -180,8 +192,11 @@ class Emitter:
 
     def add_rule(self, name: str, alts: list[Alt]) -> None:
         uniq: list[Alt] = []
+        seen: set[str] = set()
         for a in alts:
-            if a not in uniq:
+            key = render_alt(a)  # alternatives hold lists (unhashable); their text is a key
+            if key not in seen:
+                seen.add(key)
                 uniq.append(a)
         self.rules[name] = uniq
 
@@ -221,17 +236,28 @@ class Emitter:
             return [self._small(node, hint)]
         t = node[0]
         if t == "cat":
+            # Greedy chunks of consecutive items that fit one terminal. The metrics of a
+            # concatenation are the sum of the items' states and one more than their deepest
+            # nesting, so they are accumulated per item (linear, not a re-measure per item).
             out: Alt = []
             buf: list[rx.Node] = []
+            buf_states = buf_depth = 0
             for x in node[1]:
-                if _fits(rx.cat(*buf, x)):
+                x_states, x_depth = _metrics(x)
+                if (
+                    buf_states + x_states <= REGEX_STATE_BUDGET
+                    and 1 + max(buf_depth, x_depth) <= REGEX_NEST_BUDGET
+                ):
                     buf.append(x)
+                    buf_states += x_states
+                    buf_depth = max(buf_depth, x_depth)
                     continue
                 if buf:
                     out.append(self._small(rx.cat(*buf), hint))
-                    buf = []
+                    buf, buf_states, buf_depth = [], 0, 0
                 if _fits(x):
                     buf.append(x)
+                    buf_states, buf_depth = x_states, x_depth
                 else:
                     out.extend(self._regex_syms(x, hint))
             if buf:
@@ -305,14 +331,31 @@ class Emitter:
             sym = self.number(node)
         elif k == "str":
             sym = self.string(node.args[0], node, "str")
-        elif k == "arr":
-            sym = self.array(node, depth)
-        elif k == "obj":
-            sym = self.object(node, depth)
+        elif k in ("arr", "obj"):
+            self.nest.append(node)
+            try:
+                if len(self.nest) > self.max_schema_depth:
+                    raise depth_error(self.max_schema_depth, self._nest_pointer())
+                sym = self.array(node, depth) if k == "arr" else self.object(node, depth)
+            except RecursionError:
+                if self.recursion_pointer is None:
+                    self.recursion_pointer = self._nest_pointer()
+                raise
+            finally:
+                self.nest.pop()
         else:
             raise AssertionError(k)
         self.memo[key] = sym
         return sym
+
+    def _nest_pointer(self) -> str:
+        """The pointer of the innermost array/object being emitted that has a known origin."""
+        if self.pointer_of is not None:
+            for n in reversed(self.nest):
+                p = self.pointer_of(n)
+                if p is not None:
+                    return p
+        return ""
 
     def _ref_hint(self, key: Any, depth: int) -> str:
         if isinstance(key, tuple) and key and key[0] == "loc":
@@ -569,7 +612,9 @@ class Emitter:
             return self.dfa_rules(real, False, "num")
         if real == rx.NONE or rx.is_empty(real):
             return None
-        hint = "integer" if f == ("int",) else "number" if f == nm.NUM_ALL else "num"
+        hint = (
+            "integer" if f in (("int",), ("intplain",)) else "number" if f == nm.NUM_ALL else "num"
+        )
         return self.regex_sym(real, hint)
 
     def dfa_rules(self, dfa: am.DFA, json_string: bool, hint: str) -> Sym | None:
@@ -1023,6 +1068,8 @@ class Emitter:
                 hit_items.append((frozenset(j for j in range(nex) if mask >> j & 1), hits))
         counting = mn > 0 or mx is not None
         n = len(members)
+        if not counting and not nex and n > TREE_MIN_MEMBERS:
+            return self._object_tree(members, region_items, depth, base)
         full = frozenset(range(nex))
         rules: dict[tuple[Any, ...], str] = {}
         todo: list[tuple[Any, ...]] = []
@@ -1032,9 +1079,13 @@ class Emitter:
                 return 0
             return c if mx is not None else min(c, mn)
 
+        # Without counting there are at most 2 states per named member plus the tail states
+        # (linear in the schema); the budget bounds what counting adds on top.
+        budget = MAX_ARRAY_STATES + 2 * (n + 2) * (1 << nex)
+
         def rule(key: tuple[Any, ...]) -> str:
             if key not in rules:
-                if len(rules) > MAX_ARRAY_STATES:
+                if len(rules) > budget:
                     raise Unsupported(
                         "object constraints need too many grammar states", "minProperties"
                     )
@@ -1092,6 +1143,94 @@ class Emitter:
         if empty_ok:
             out.append(lay.empty("{}"))
         out.append(lay.open("{", depth) + [start] + lay.close("}", depth))
+        return out
+
+    def _object_tree(
+        self, members: list[tuple[str, Sym, bool]], region_items: list[Alt], depth: int, base: str
+    ) -> list[Alt]:
+        """Objects with many named members and no counting: rules linear in the members, and
+        normalized grammars of O(n log n) symbols.
+
+        The chain form (``after_i ::= ', ' member_i after_{i+1} | after_{i+1}``) has unit and
+        nullable chains that grammar normalization inlines into O(n^2) productions (5,000
+        optional properties: 60M symbols). Here the state after member ``i`` offers the next
+        member directly: ``after_i ::= '' | ', ' pick[a,b) | ...`` where the ranges ``[a,b)``
+        are the O(log n) nodes of a segment tree over the members that cover the allowed next
+        members (up to the next required one); ``pick[a,b) ::= pick[a,m) | pick[m,b)`` and the
+        leaf ``pick[j,j+1) ::= key_j ': ' value_j after_{j+1}``. Same language, same order.
+        """
+        lay = self.layout
+        comma = lay.comma(depth)
+        colon = lay.colon()
+        n = len(members)
+        next_req = [n] * (n + 1)  # first required member at index >= i (n: none)
+        for i in range(n - 1, -1, -1):
+            next_req[i] = i if members[i][2] else next_req[i + 1]
+        item_alt = None
+        if region_items:
+            item_alt = self.fresh(f"{base}_kv")
+            self.add_rule(item_alt, region_items)
+        more = [rep(comma + [item_alt], 0, None)] if item_alt is not None else []
+        after: dict[int, str] = {}
+        picks: dict[tuple[int, int], str] = {}
+
+        def cover(lo: int, hi: int, a: int = 0, b: int = n) -> list[tuple[int, int]]:
+            """Segment-tree nodes [a', b') partitioning [lo, hi) (lo < hi)."""
+            if lo <= a and b <= hi:
+                return [(a, b)]
+            m = (a + b) // 2
+            out = []
+            if lo < m:
+                out.extend(cover(lo, hi, a, m))
+            if hi > m:
+                out.extend(cover(lo, hi, m, b))
+            return out
+
+        def pick(a: int, b: int) -> str:
+            name = picks.get((a, b))
+            if name is None:
+                name = picks[(a, b)] = self.fresh(f"{base}_p")
+                todo.append(("pick", a, b))
+            return name
+
+        def after_sym(i: int) -> str:
+            name = after.get(i)
+            if name is None:
+                name = after[i] = self.fresh(f"{base}_a")
+                todo.append(("after", i, 0))
+            return name
+
+        def choices(i: int) -> list[tuple[int, int]]:
+            """The member ranges that may come next after deciding members before ``i``."""
+            hi = min(next_req[i] + 1, n)
+            return cover(i, hi) if i < hi else []
+
+        todo: list[tuple[str, int, int]] = []
+        out: list[Alt] = []
+        if next_req[0] == n:
+            out.append(lay.empty("{}"))
+            if item_alt is not None:
+                out.append(lay.open("{", depth) + [item_alt, *more] + lay.close("}", depth))
+        for a, b in choices(0):
+            out.append(lay.open("{", depth) + [pick(a, b)] + lay.close("}", depth))
+        while todo:
+            kind, a, b = todo.pop()
+            if kind == "pick":
+                if b - a == 1:
+                    k, sym, _req = members[a]
+                    alts = [[lay.key_literal(k), *colon, sym, after_sym(a + 1)]]
+                else:
+                    m = (a + b) // 2
+                    alts = [[pick(a, m)], [pick(m, b)]]
+                self.add_rule(picks[(a, b)], alts)
+            else:
+                i = a
+                alts = [comma + [pick(c, d)] for c, d in choices(i)]
+                if next_req[i] == n:
+                    alts.append(["''"])
+                    if item_alt is not None:
+                        alts.append(comma + [item_alt, *more])
+                self.add_rule(after[i], alts)
         return out
 
     # --- output ---

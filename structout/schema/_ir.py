@@ -240,6 +240,7 @@ class Algebra:
 
     def or_(self, *items: Node) -> Node:
         alts: list[Node] = []
+        seen: set[Node] = set()  # nodes are interned: hashing is O(1), equality is identity
         has_any = False
         for it in items:
             if it.kind == "any":
@@ -248,7 +249,8 @@ class Algebra:
             if it.kind == "never":
                 continue
             for a in it.args[0] if it.kind == "union" else (it,):
-                if a not in alts:
+                if a not in seen:
+                    seen.add(a)
                     alts.append(a)
         if has_any:
             # ``any`` absorbs everything unless an alternative carries annotations

@@ -5,6 +5,11 @@ A number constraint is a boolean formula over value predicates (tuples, hashable
 * ``("iv", lo, lo_incl, hi, hi_incl)``: ``lo <(=) v <(=) hi`` (``None`` bounds are infinite),
 * ``("int",)``: ``v`` is an integer (JSON Schema: a zero fractional part, so ``1.0`` counts),
 * ``("intlex",)``: ``v`` is written as an integer literal (draft-04 ``integer``: ``1.0`` is not),
+* ``("intplain",)``: ``v`` is an integer written as an integer literal: ``type: integer`` in
+  later drafts, where ``1.0`` is an integer too but the grammar admits only the plain spelling
+  (what ``json.loads`` reads as an ``int``). A subset of ``int``; its complement is the
+  complement of ``int`` (values that are not integers), so negations stay exact and a formula
+  never admits a value its schema rejects,
 * ``("mult", m)``: ``v / m`` is an integer,
 * ``("and", ...)``, ``("or", ...)``, ``("not", f)``, ``NUM_ALL``, ``NUM_NONE``.
 
@@ -94,9 +99,9 @@ def n_and(*items: NumFormula) -> NumFormula:
     implied = [p for p in mults if any(q != p and (q[1] / p[1]).denominator == 1 for q in mults)]
     if ("int",) in out and any(p[1].denominator == 1 for p in mults):
         implied.append(("int",))
-    if ("intlex",) in out:
+    if ("intlex",) in out or ("intplain",) in out:
         implied.append(("int",))
-    if ("int",) in out:
+    if ("int",) in out or ("intplain",) in out:
         implied.extend(p for p in mults if (1 / p[1]).denominator == 1 and p[1] <= 1)
     out = [p for p in out if p not in implied]
     if not out:
@@ -108,13 +113,15 @@ def n_and(*items: NumFormula) -> NumFormula:
 
 def n_or(*items: NumFormula) -> NumFormula:
     out: list[NumFormula] = []
+    seen: set[NumFormula] = set()
     for it in items:
         if it == NUM_ALL:
             return NUM_ALL
         if it == NUM_NONE:
             continue
         for p in it[1] if it[0] == "or" else (it,):
-            if p not in out:
+            if p not in seen:
+                seen.add(p)
                 out.append(p)
     if not out:
         return NUM_NONE
@@ -131,6 +138,9 @@ def n_not(f: NumFormula) -> NumFormula:
         return NUM_ALL
     if t == "not":
         return f[1]  # type: ignore[no-any-return]
+    if t == "intplain":
+        # not an integer value (a plain-spelled subset is only taken where it is asserted)
+        return ("not", ("int",))
     if t == "iv":
         _, lo, li, hi, hi_i = f
         parts = []
@@ -160,7 +170,7 @@ def n_matches(f: NumFormula, v: Fraction, written_int: bool = True) -> bool:
         return not (hi is not None and (v > hi or v == hi and not hi_i))
     if t == "int":
         return v.denominator == 1
-    if t == "intlex":
+    if t in ("intlex", "intplain"):
         return v.denominator == 1 and written_int
     if t == "mult":
         return (v / f[1]).denominator == 1
@@ -201,12 +211,13 @@ def _iv_set(f: NumFormula) -> list[Iv]:
     if t == "not":
         return _iv_complement(_iv_set(f[1]))
     if t == "or":
-        acc: list[Iv] = []
+        # one sort over all parts (n log n), not a merge per part
+        items: list[Iv] = []
         for x in f[1]:
-            acc = _iv_union(acc, _iv_set(x))
-        return acc
+            items.extend(_iv_set(x))
+        return _iv_union(items, [])
     if t == "and":
-        acc = [(None, False, None, False)]
+        acc: list[Iv] = [(None, False, None, False)]
         for x in f[1]:
             acc = _iv_intersect(acc, _iv_set(x))
         return acc
@@ -726,20 +737,16 @@ def realize(f: NumFormula, max_regex_size: int = 3000) -> rx.Node | am.DFA:
     # fast path: int ∧ interval
     if f == ("int",):
         return rx.cat(rx.opt(MINUS), INT_PART, rx.opt(rx.cat(DOT, rx.rep(rx.lit("0"), 1, None))))
-    if f == ("intlex",):
+    if f in (("intlex",), ("intplain",)):
         return GENERIC_INTEGER
     if (
         f[0] == "and"
         and len(f[1]) == 2
         and f[1][0][0] == "iv"
-        and f[1][1]
-        in (
-            ("int",),
-            ("intlex",),
-        )
+        and f[1][1] in (("int",), ("intlex",), ("intplain",))
     ):
         _, lo, li, hi, hi_i = f[1][0]
-        lexical = f[1][1] == ("intlex",)
+        lexical = f[1][1] != ("int",)
         return interval_regex(lo, li, hi, hi_i, exp_forms=False, integer=True, lexical=lexical)
     # general case: automata over PLAIN numerals
     leaves: list[rx.Node] = [PLAIN_NUMBER]
@@ -763,7 +770,7 @@ def _num_dfa(f: NumFormula, alpha: am.Alphabet) -> am.DFA:
             rx.cat(rx.opt(MINUS), INT_PART, rx.opt(rx.cat(DOT, rx.rep(rx.lit("0"), 1, None)))),
             alpha,
         )
-    if t == "intlex":
+    if t in ("intlex", "intplain"):
         return am.DFA.from_regex(GENERIC_INTEGER, alpha)
     if t == "mult":
         return mult_dfa(f[1], alpha)

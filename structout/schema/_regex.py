@@ -42,6 +42,15 @@ class RegexSyntaxError(Exception):
     """The pattern is not a valid ECMA-262 regular expression."""
 
 
+#: Deepest nesting of groups in a pattern (the AST is walked recursively; deeper patterns are
+#: refused with RegexTooDeep before any walk could run out of stack).
+MAX_PATTERN_NESTING = 1000
+
+
+class RegexTooDeep(Exception):
+    """Groups nested deeper than :data:`MAX_PATTERN_NESTING`."""
+
+
 # --- constructors (with light simplification) ---------------------------------------------------
 
 
@@ -156,6 +165,7 @@ class _Parser:
     def __init__(self, src: str) -> None:
         self.s = src
         self.i = 0
+        self.depth = 0
         self.group_count = self._count_groups()
 
     def _count_groups(self) -> int:
@@ -199,10 +209,16 @@ class _Parser:
         return node
 
     def disjunction(self) -> Node:
+        self.depth += 1
+        if self.depth > MAX_PATTERN_NESTING:
+            raise RegexTooDeep(
+                f"groups nested deeper than {MAX_PATTERN_NESTING} levels at offset {self.i}"
+            )
         alts = [self.alternative()]
         while self.peek() == "|":
             self.i += 1
             alts.append(self.alternative())
+        self.depth -= 1
         return alts[0] if len(alts) == 1 else ("alt", tuple(alts))
 
     def alternative(self) -> Node:

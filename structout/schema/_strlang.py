@@ -111,6 +111,7 @@ def _small_finite(node: rx.Node) -> tuple[str, ...] | None:
 
 def f_or(*items: Formula) -> Formula:
     out: list[Formula] = []
+    seen: set[Formula] = set()
     for it in items:
         if it == ALL:
             return ALL
@@ -118,7 +119,8 @@ def f_or(*items: Formula) -> Formula:
             continue
         parts = it[1] if it[0] == "or" else (it,)
         for p in parts:
-            if p not in out:
+            if p not in seen:
+                seen.add(p)
                 out.append(p)
     if not out:
         return NOTHING
@@ -127,7 +129,7 @@ def f_or(*items: Formula) -> Formula:
         merged = ("re", rx.alt(*(p[1] for p in res)))
         out = [merged] + [p for p in out if p[0] != "re"]
     for p in out:
-        if p[0] == "not" and p[1] in out:
+        if p[0] == "not" and p[1] in seen:
             return ALL
     if len(out) == 1:
         return out[0]
