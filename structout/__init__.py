@@ -11,6 +11,7 @@ from structout._engine import builtin_grammar, compile_grammar
 from structout.errors import (
     GrammarError,
     LimitExceededError,
+    RollbackError,
     SchemaError,
     SchemaValidationError,
     StructoutError,
@@ -46,6 +47,7 @@ __all__ = [
     "LimitExceededError",
     "Matcher",
     "Model",
+    "RollbackError",
     "SchemaError",
     "SchemaValidationError",
     "Stream",

@@ -57,7 +57,8 @@ class Recognizer:
     def allowed_bytes(self) -> bytes:
         """The bytes that may come next, ascending."""
     def rollback_to(self, length: int) -> None:
-        """Restores the state after the first ``length`` bytes."""
+        """Restores the state after the first ``length`` bytes (no-op if ``length`` is not
+        shorter than the input)."""
     def reset(self) -> None:
         """Back to the empty input."""
     def __len__(self) -> int:
@@ -158,8 +159,10 @@ class Vocabulary:
 class CompiledGrammar:
     """A grammar compiled for one vocabulary. Immutable, thread-safe, cached by the engine."""
 
-    def matcher(self) -> Matcher:
-        """A new matcher (one per generated sequence)."""
+    def matcher(self, *, max_rollback_tokens: int | None = None) -> Matcher:
+        """A new matcher (one per generated sequence). ``max_rollback_tokens`` bounds how many of
+        the last tokens :meth:`Matcher.rollback` can undo (None: all); with a bound the engine
+        releases older parse history, so memory stays bounded on long generations."""
     @property
     def vocab_size(self) -> int:
         """The vocabulary size (bits per bitmask row that matter)."""
@@ -185,7 +188,18 @@ class Matcher:
     def accept_bytes(self, data: bytes) -> bool:
         """Accepts raw bytes as one step; False (state unchanged) if they do not fit."""
     def rollback(self, num_tokens: int = 1) -> None:
-        """Undoes the last ``num_tokens`` accepted steps (all of them if more)."""
+        """Undoes the last ``num_tokens`` accepted steps. Without ``max_rollback_tokens`` a larger
+        number undoes all of them; with it, more than :attr:`rollback_window` raises
+        ``RollbackError`` and changes nothing."""
+    @property
+    def rollback_window(self) -> int:
+        """How many of the last steps :meth:`rollback` can undo now."""
+    @property
+    def memory_usage(self) -> int:
+        """Heap bytes held by this matcher's parse state (the compiled grammar is shared)."""
+    @property
+    def max_rollback_tokens(self) -> int | None:
+        """The rollback bound set when the matcher was created (None: unbounded)."""
     def reset(self) -> None:
         """Back to the start of the grammar."""
     def is_finished(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "GrammarError",
     "LimitExceededError",
+    "RollbackError",
     "SchemaError",
     "SchemaValidationError",
     "StructoutError",
@@ -49,6 +50,10 @@ class UnsupportedSchemaError(StructoutError, ValueError):
 
 class LimitExceededError(StructoutError, RuntimeError):
     """A user-settable resource limit was hit (the message names the limit and the construct)."""
+
+
+class RollbackError(StructoutError, ValueError):
+    """A rollback reached beyond the tokens a matcher keeps (its ``max_rollback_tokens``)."""
 
 
 class VocabularyError(StructoutError, ValueError):

@@ -51,6 +51,12 @@ __all__ = [
 T = TypeVar("T")
 
 
+#: Tokens a generation's matcher can roll back. Jump-forward and the token budget roll back at
+#: most one step's chunk (forced text is capped at 4 KiB, so a chunk has at most ~4k tokens);
+#: a bound lets the engine release older parse history, so memory stays bounded on long outputs.
+ROLLBACK_WINDOW = 1 << 14
+
+
 # ------------------------------------------------------------------------------------ public types
 @dataclass(frozen=True)
 class Grammar:
@@ -707,7 +713,12 @@ class _Decoder:
         self.tokens = tokens
         self.params = params
         self.rows = [
-            _Row(req, req.grammar.matcher() if req.grammar is not None else None)
+            _Row(
+                req,
+                req.grammar.matcher(max_rollback_tokens=ROLLBACK_WINDOW)
+                if req.grammar is not None
+                else None,
+            )
             for req in requests
         ]
         self.pad = pad_token_id

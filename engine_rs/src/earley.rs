@@ -14,6 +14,10 @@
 //! * Every item in a set can be completed to a full sentence (productive LNF, co-reachable DFAs),
 //!   so [`Recognizer::allowed_bytes`] is exact.
 //! * Rolling back to an earlier length is truncation of the buffers: O(1) amortized.
+//! * Set indices are positions in `sets`, not byte offsets: [`Recognizer::forget_before`] drops
+//!   sets that can no longer influence the future and renumbers the rest, so every set records
+//!   its byte offset in `at`. The sets from `window_start` on are contiguous (`at` increases by
+//!   one per set) and are exactly the lengths [`Recognizer::rollback_to`] can return to.
 
 use std::sync::Arc;
 
@@ -46,6 +50,8 @@ pub struct ScanItem {
 
 #[derive(Clone, Copy, Debug)]
 struct SetInfo {
+    /// Byte offset of the set (input length when it was built).
+    at: u32,
     start: u32,
     wait: u32,
     end: u32,
@@ -72,6 +78,10 @@ pub struct Recognizer {
     items: Vec<Item>,
     sets: Vec<SetInfo>,
     leo: Vec<LeoEntry>,
+    /// Index of the first set rollback can return to; sets from here on are contiguous.
+    window_start: u32,
+    /// Number of sets right after the last compaction (amortizes [`Recognizer::forget_before`]).
+    sets_after_compaction: u32,
     scratch: Scratch,
 }
 
@@ -102,6 +112,8 @@ impl Recognizer {
             items: Vec::new(),
             sets: Vec::new(),
             leo: Vec::new(),
+            window_start: 0,
+            sets_after_compaction: 1,
             scratch: Scratch {
                 predicted: vec![0; n],
                 count: vec![0; n],
@@ -122,6 +134,8 @@ impl Recognizer {
         self.items.clear();
         self.sets.clear();
         self.leo.clear();
+        self.window_start = 0;
+        self.sets_after_compaction = 1;
         self.begin_set();
         if !self.grammar.lnf.productions(0).is_empty() {
             let Recognizer {
@@ -130,6 +144,7 @@ impl Recognizer {
                 sets,
                 leo,
                 scratch,
+                ..
             } = self;
             Build {
                 lnf: &grammar.lnf,
@@ -142,14 +157,28 @@ impl Recognizer {
             .predict(0, 0);
         }
         let complete = self.grammar.lnf.start_nullable;
-        self.finish_set(0, complete)
+        self.finish_set(0, 0, complete)
             .expect("the initial set is bounded by the grammar size");
     }
 
     /// Number of bytes consumed.
     #[inline]
     pub fn len(&self) -> usize {
-        self.sets.len() - 1
+        self.sets.last().expect("at least one set").at as usize
+    }
+
+    /// The smallest length [`Recognizer::rollback_to`] can return to (0 until
+    /// [`Recognizer::forget_before`] drops history).
+    pub fn horizon(&self) -> usize {
+        self.sets[self.window_start as usize].at as usize
+    }
+
+    /// Index of the set at byte offset `len`, if it is in the rollback window.
+    fn set_index(&self, len: usize) -> Option<usize> {
+        let last = self.sets.len() - 1;
+        let back = self.len().checked_sub(len)?;
+        let idx = last.checked_sub(back)?;
+        (idx >= self.window_start as usize).then_some(idx)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -169,15 +198,20 @@ impl Recognizer {
         s.start == s.wait
     }
 
-    /// Drops bytes so that `len` remain. No-op if `len >= self.len()`.
-    pub fn rollback_to(&mut self, len: usize) {
+    /// Drops bytes so that `len` remain. No-op if `len >= self.len()`; returns `false` (state
+    /// unchanged) if `len` is below [`Recognizer::horizon`].
+    pub fn rollback_to(&mut self, len: usize) -> bool {
         if len >= self.len() {
-            return;
+            return true;
         }
-        self.sets.truncate(len + 1);
-        let last = self.sets[len];
+        let Some(idx) = self.set_index(len) else {
+            return false;
+        };
+        self.sets.truncate(idx + 1);
+        let last = self.sets[idx];
         self.items.truncate(last.end as usize);
         self.leo.truncate(last.leo_end as usize);
+        true
     }
 
     /// Feeds one byte; on `false` the state is unchanged.
@@ -202,7 +236,8 @@ impl Recognizer {
             match self.try_feed_byte(b) {
                 Ok(true) => {}
                 other => {
-                    self.rollback_to(len);
+                    let back = self.rollback_to(len);
+                    debug_assert!(back, "a length reached in this call is in the window");
                     return other;
                 }
             }
@@ -219,6 +254,7 @@ impl Recognizer {
         let lnf = &self.grammar.lnf;
         let cur = self.len() as u32;
         let set = *self.sets.last().expect("at least one set");
+        let sets = &self.sets;
         let mut out = ByteSet::EMPTY;
         for it in self.items[set.start as usize..set.wait as usize]
             .iter()
@@ -233,7 +269,7 @@ impl Recognizer {
                     if info.max == u32::MAX {
                         out.union_with(dfa.live_bytes(it.state));
                     } else {
-                        let consumed = cur - it.start;
+                        let consumed = cur - sets[it.start as usize].at;
                         for b in dfa.live_bytes(it.state).iter() {
                             let t = dfa.next(it.state, b);
                             if (consumed + 1).saturating_add(dfa.min_to_accept(t)) <= info.max {
@@ -253,6 +289,13 @@ impl Recognizer {
         let cur = self.sets.len() - 1;
         let next = (cur + 1) as u32;
         let set = self.sets[cur];
+        if set.at == u32::MAX - 1 {
+            return Err(EngineError::Limit {
+                limit: "input length (4 GiB)",
+                value: u32::MAX as usize - 1,
+            });
+        }
+        let next_at = set.at + 1;
         if set.end == set.start + 1 && set.wait == set.end {
             if let Some(accepted) = self.feed_inside_terminal(set, byte) {
                 return Ok(accepted);
@@ -265,6 +308,7 @@ impl Recognizer {
             sets,
             leo,
             scratch,
+            ..
         } = self;
         let lnf = &grammar.lnf;
         let mut b = Build {
@@ -307,7 +351,7 @@ impl Recognizer {
                     let info = lnf.excepts[x as usize];
                     let dfa = &lnf.dfas[info.dfa as usize];
                     let t = dfa.next(it.state, byte);
-                    let consumed = next - it.start;
+                    let consumed = next_at - b.sets[it.start as usize].at;
                     if t != DEAD && consumed.saturating_add(dfa.min_to_accept(t)) <= info.max {
                         if dfa.is_accept(t) {
                             b.advance(it.pos + 1, it.start, next);
@@ -326,7 +370,7 @@ impl Recognizer {
         if b.s.scan.is_empty() && b.s.wait.is_empty() && !complete {
             return Ok(false);
         }
-        self.finish_set(next, complete)?;
+        self.finish_set(next, next_at, complete)?;
         Ok(true)
     }
 
@@ -366,8 +410,10 @@ impl Recognizer {
         }
         let start = self.items.len() as u32;
         self.items.push(Item { state, ..it });
-        let leo_end = self.sets[self.sets.len() - 1].leo_end;
+        let prev = self.sets[self.sets.len() - 1];
+        let leo_end = prev.leo_end;
         self.sets.push(SetInfo {
+            at: prev.at + 1,
             start,
             wait: start + 1,
             end: start + 1,
@@ -403,7 +449,7 @@ impl Recognizer {
 
     /// Appends the built set, then computes its Leo entries: a nonterminal `B` that is the postdot
     /// symbol of exactly one item of the set, where that item is `X -> α . B` (B last).
-    fn finish_set(&mut self, index: u32, complete: bool) -> Result<(), EngineError> {
+    fn finish_set(&mut self, index: u32, at: u32, complete: bool) -> Result<(), EngineError> {
         let total = self.items.len() + self.scratch.scan.len() + self.scratch.wait.len();
         let opts = &self.grammar.options;
         // The initial set is bounded by the grammar's size; limits apply to input-driven sets.
@@ -429,6 +475,7 @@ impl Recognizer {
         // Push the set first so that leo_lookup on earlier sets works; fix leo_end after.
         let leo_begin = self.leo.len() as u32;
         self.sets.push(SetInfo {
+            at,
             start,
             wait,
             end,
@@ -508,38 +555,60 @@ impl Recognizer {
     }
 
     /// Writes a canonical description of everything that determines the recognizer's future into
-    /// `key`: the items of the current set and, recursively, the wait items of every origin set
-    /// they can complete into, with origins renumbered in discovery order (positions themselves do
-    /// not matter, only which set is which; `except!` items also record their byte count). Two
-    /// recognizers with equal keys accept exactly the same continuations. Returns `false` (key
-    /// unusable) when the description would exceed `max_len` values.
+    /// `key`: the items of the current set and, recursively, what every origin set they can
+    /// complete into contributes (its wait items and Leo entries; a wait item superseded by a Leo
+    /// entry of its set is never advanced, so it is left out), with origins renumbered in
+    /// discovery order (positions themselves do not matter, only which set is which, except that
+    /// set 0 is distinguished because completing the start symbol there completes the input;
+    /// `except!` items also record their byte count). Two recognizers with equal keys accept
+    /// exactly the same continuations, whether or not history was dropped by
+    /// [`Recognizer::forget_before`]. Returns `false` (key unusable) when the description would
+    /// exceed `max_len` values.
     pub fn state_key(&self, key: &mut Vec<u32>, max_len: usize) -> bool {
         key.clear();
         let lnf = &self.grammar.lnf;
         let cur = (self.sets.len() - 1) as u32;
+        let cur_at = self.len() as u32;
         let mut origins: Vec<u32> = vec![cur];
+        // Canonical number of an origin: 0 for set 0, else discovery order from 1.
+        let canon = |origins: &mut Vec<u32>, o: u32| -> u32 {
+            if o == 0 {
+                return 0;
+            }
+            match origins.iter().position(|&x| x == o) {
+                Some(c) => c as u32 + 1,
+                None => {
+                    origins.push(o);
+                    origins.len() as u32
+                }
+            }
+        };
         key.push(self.is_complete() as u32);
         let mut q = 0;
         while q < origins.len() {
             let j = origins[q];
             let set = self.sets[j as usize];
-            // Scan items of earlier sets never advance again; only their wait items matter.
-            let from = if j == cur { set.start } else { set.wait };
+            let leo = self.leo_entries(j);
             key.push(u32::MAX);
-            for it in &self.items[from as usize..set.end as usize] {
-                let canon = match origins.iter().position(|&o| o == it.start) {
-                    Some(c) => c as u32,
-                    None => {
-                        origins.push(it.start);
-                        (origins.len() - 1) as u32
+            if j == cur {
+                for it in &self.items[set.start as usize..set.wait as usize] {
+                    let c = canon(&mut origins, it.start);
+                    key.extend_from_slice(&[it.pos, it.state, c]);
+                    if let LSym::Except(_) = lnf.syms[it.pos as usize] {
+                        key.push(cur_at - self.sets[it.start as usize].at);
                     }
-                };
-                key.push(it.pos);
-                key.push(it.state);
-                key.push(canon);
-                if let LSym::Except(_) = lnf.syms[it.pos as usize] {
-                    key.push(cur - it.start);
                 }
+            }
+            for it in &self.items[set.wait as usize..set.end as usize] {
+                if superseded(lnf, it, leo) {
+                    continue;
+                }
+                let c = canon(&mut origins, it.start);
+                key.extend_from_slice(&[it.pos, c]);
+            }
+            for e in leo {
+                let c = canon(&mut origins, e.top_start);
+                key.extend_from_slice(&[u32::MAX - 1, e.nt, e.top_nt, c]);
             }
             if key.len() > max_len {
                 return false;
@@ -547,6 +616,136 @@ impl Recognizer {
             q += 1;
         }
         true
+    }
+
+    /// The Leo entries of set `j`.
+    fn leo_entries(&self, j: u32) -> &[LeoEntry] {
+        let from = if j == 0 {
+            0
+        } else {
+            self.sets[j as usize - 1].leo_end
+        };
+        &self.leo[from as usize..self.sets[j as usize].leo_end as usize]
+    }
+
+    /// Promises that the recognizer will not be rolled back below `len` (clamped to the current
+    /// length), so memory that only served such rollbacks may be released: the sets before `len`
+    /// that no live item can complete into are dropped and the rest renumbered (seed 000,
+    /// "compacting Earley sets"). Afterwards [`Recognizer::horizon`] is at most `len`. Amortized
+    /// O(1) per byte: compaction runs only once the sets have doubled since the last one, so
+    /// memory stays proportional to the live sets plus the window above `len`.
+    pub fn forget_before(&mut self, len: usize) {
+        let len = len.min(self.len());
+        if len <= self.horizon() {
+            return;
+        }
+        if self.sets.len() >= 2 * self.sets_after_compaction as usize + 64 {
+            self.compact_before(len);
+        }
+    }
+
+    /// [`Recognizer::forget_before`] without amortization: compacts now (O(live items + window)).
+    /// A no-op when `len` is not above the horizon.
+    pub fn compact_before(&mut self, len: usize) {
+        let len = len.min(self.len());
+        if len <= self.horizon() {
+            return;
+        }
+        let w = self.set_index(len).expect("horizon < len <= self.len()");
+        self.compact(w);
+    }
+
+    /// Drops every set before `w` (except set 0) that no kept item or Leo entry refers to; from
+    /// the kept sets before `w` also drops scan items and wait items superseded by Leo entries.
+    fn compact(&mut self, w: usize) {
+        let lnf = &self.grammar.lnf;
+        let n = self.sets.len();
+        let mut keep = vec![false; n];
+        keep[0] = true;
+        keep[w..].iter_mut().for_each(|k| *k = true);
+        // References only point to the same or earlier sets, so one descending pass suffices.
+        for j in (0..n).rev() {
+            if !keep[j] {
+                continue;
+            }
+            let set = self.sets[j];
+            let leo = self.leo_entries(j as u32);
+            let from = if j >= w { set.start } else { set.wait };
+            for it in &self.items[from as usize..set.end as usize] {
+                if j >= w || !superseded(lnf, it, leo) {
+                    keep[it.start as usize] = true;
+                }
+            }
+            for e in leo {
+                keep[e.top_start as usize] = true;
+            }
+        }
+        let mut renum = vec![u32::MAX; n];
+        let mut next = 0u32;
+        for (j, r) in renum.iter_mut().enumerate() {
+            if keep[j] {
+                *r = next;
+                next += 1;
+            }
+        }
+        // In place: kept sets keep their order and only move down, so writes never overtake reads.
+        let (mut item_w, mut leo_w, mut set_w) = (0usize, 0usize, 0usize);
+        let mut leo_from = 0usize;
+        for (j, &kept) in keep.iter().enumerate() {
+            let set = self.sets[j];
+            let leo_to = set.leo_end as usize;
+            if kept {
+                let new_start = item_w as u32;
+                if j >= w {
+                    for k in set.start as usize..set.end as usize {
+                        let it = self.items[k];
+                        self.items[item_w] = Item {
+                            start: renum[it.start as usize],
+                            ..it
+                        };
+                        item_w += 1;
+                    }
+                } else {
+                    for k in set.wait as usize..set.end as usize {
+                        let it = self.items[k];
+                        if !superseded(lnf, &it, &self.leo[leo_from..leo_to]) {
+                            self.items[item_w] = Item {
+                                start: renum[it.start as usize],
+                                ..it
+                            };
+                            item_w += 1;
+                        }
+                    }
+                }
+                for k in leo_from..leo_to {
+                    let e = self.leo[k];
+                    self.leo[leo_w] = LeoEntry {
+                        top_start: renum[e.top_start as usize],
+                        ..e
+                    };
+                    leo_w += 1;
+                }
+                let wait = if j >= w {
+                    new_start + (set.wait - set.start)
+                } else {
+                    new_start
+                };
+                self.sets[set_w] = SetInfo {
+                    start: new_start,
+                    wait,
+                    end: item_w as u32,
+                    leo_end: leo_w as u32,
+                    ..set
+                };
+                set_w += 1;
+            }
+            leo_from = leo_to;
+        }
+        self.items.truncate(item_w);
+        self.leo.truncate(leo_w);
+        self.sets.truncate(set_w);
+        self.window_start = renum[w];
+        self.sets_after_compaction = set_w as u32;
     }
 
     /// Heap bytes held by the recognizer's buffers.
@@ -560,6 +759,16 @@ impl Recognizer {
     pub fn current_set_size(&self) -> usize {
         let s = self.sets.last().expect("at least one set");
         (s.end - s.start) as usize
+    }
+}
+
+/// Whether wait item `it` of a set is superseded by one of the set's Leo entries `leo`: completing
+/// its postdot nonterminal with that set as origin takes the Leo shortcut and never advances `it`.
+#[inline]
+fn superseded(lnf: &Lnf, it: &Item, leo: &[LeoEntry]) -> bool {
+    match lnf.syms[it.pos as usize] {
+        LSym::Nt(b) => leo.iter().any(|e| e.nt == b),
+        _ => false,
     }
 }
 

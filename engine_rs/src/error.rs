@@ -157,6 +157,9 @@ impl std::error::Error for CompileError {}
 pub enum EngineError {
     /// A resource limit was hit while processing input; the state is unchanged.
     Limit { limit: &'static str, value: usize },
+    /// A rollback reached beyond the tokens a matcher keeps (its `max_rollback_tokens`); the
+    /// state is unchanged.
+    Rollback { requested: usize, available: usize },
 }
 
 impl fmt::Display for EngineError {
@@ -165,6 +168,14 @@ impl fmt::Display for EngineError {
             EngineError::Limit { limit, value } => write!(
                 f,
                 "limit `{limit}` ({value}) exceeded while parsing; raise it in the compile options"
+            ),
+            EngineError::Rollback {
+                requested,
+                available,
+            } => write!(
+                f,
+                "cannot roll back {requested} tokens: only the last {available} can be rolled back \
+                 (`max_rollback_tokens`); raise it when creating the matcher"
             ),
         }
     }

@@ -553,7 +553,47 @@ impl Checker<'_> {
             self.state(&r, &p, &format!("after rollback_to({k}) and re-feed"))?;
         }
 
-        // 4. Reset.
+        // 4. History released by compaction changes nothing ahead: a twin compacted after every
+        //    byte (keeping a window of 0-2 bytes) agrees with the reference and has the same
+        //    canonical state key as the uncompacted recognizer; rollback works inside the window.
+        let window = rng.gen_range(0..3usize);
+        let mut c = Recognizer::new(g.clone());
+        let mut full = Recognizer::new(g.clone());
+        let (mut kc, mut kf) = (Vec::new(), Vec::new());
+        for (i, &b) in p.iter().enumerate() {
+            if !limited(c.try_feed_byte(b))? || !limited(full.try_feed_byte(b))? {
+                return fail(
+                    "compact",
+                    format!("compacted twin refused byte {i} of {}", esc(&p)),
+                );
+            }
+            c.compact_before(c.len().saturating_sub(window));
+            self.state(&c, &p[..=i], "compacted twin")?;
+            let (a, b2) = (
+                c.state_key(&mut kc, 1 << 20),
+                full.state_key(&mut kf, 1 << 20),
+            );
+            if a != b2 || kc != kf {
+                return fail(
+                    "compact-key",
+                    format!("state_key after {} differs once compacted", esc(&p[..=i])),
+                );
+            }
+        }
+        if !p.is_empty() && window > 0 {
+            let k = p.len() - rng.gen_range(1..=window.min(p.len()));
+            if k >= c.horizon() {
+                if !c.rollback_to(k) {
+                    return fail("compact", format!("rollback_to({k}) refused in the window"));
+                }
+                self.state(&c, &p[..k], "compacted twin after rollback")?;
+            }
+        }
+        if c.horizon() > 0 && c.rollback_to(0) {
+            return fail("compact", "rollback below the horizon succeeded".into());
+        }
+
+        // 5. Reset.
         r.reset();
         self.state(&r, &[], "after reset()")?;
         Ok(())

@@ -191,7 +191,7 @@ fn matcher_reports_item_limits_as_errors_not_panics() {
     assert!(hit, "the limit was never hit");
     // After the error the matcher still works: roll back and continue.
     let n = m.num_tokens();
-    m.rollback(n.min(10));
+    m.rollback(n.min(10)).unwrap();
     assert!(m.fill_next_token_bitmask(&mut mask).is_ok());
     assert!(mask[0] & 0b110 != 0, "tokens allowed again after rollback");
 }
@@ -525,10 +525,10 @@ fn fuzz_matcher_rollback_zero_after_eos() {
     let cg = Arc::new(CompiledGrammar::new(g, vocab));
     let mut m = cg.matcher();
     assert!(m.accept_token(0).unwrap() && m.is_finished());
-    m.rollback(0);
+    m.rollback(0).unwrap();
     assert!(m.is_finished() && !m.can_finish() && m.num_tokens() == 1);
     assert!(!m.accept_token(0).unwrap(), "a second EOS");
-    m.rollback(1);
+    m.rollback(1).unwrap();
     assert!(!m.is_finished() && m.can_finish() && m.num_tokens() == 0);
 }
 

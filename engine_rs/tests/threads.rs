@@ -103,7 +103,7 @@ fn scripted_run(cg: &Arc<CompiledGrammar>, seed: u64, steps: usize) -> Vec<Vec<u
             fork = Some(m.clone());
         }
         if step % 11 == 5 && m.num_tokens() > 2 {
-            m.rollback(2);
+            m.rollback(2).unwrap();
         }
         if step % 13 == 12 {
             if let Some(f) = fork.take() {

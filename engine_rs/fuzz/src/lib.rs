@@ -226,11 +226,25 @@ fn check_input(
 ) {
     let ctx = || format!("grammar:\n{text}input: {:?}", String::from_utf8_lossy(w));
     let mut r = Recognizer::new(g.clone());
+    // A twin that releases all history after every byte must behave identically.
+    let mut twin = Recognizer::new(g.clone());
+    let (mut key_r, mut key_t) = (Vec::new(), Vec::new());
     let mut history = Vec::new();
     let mut fed = 0;
     for (k, &b) in w.iter().enumerate() {
         let allowed = r.allowed_bytes();
         check_not_stuck(&r, &allowed, &ctx);
+        assert_eq!(twin.len(), r.len(), "compacted twin lost track\n{}", ctx());
+        assert_eq!(
+            (twin.allowed_bytes(), twin.is_complete()),
+            (allowed, r.is_complete()),
+            "compacted twin differs at {k}\n{}",
+            ctx()
+        );
+        // Keys longer than the bound are unusable (the mask cache skips them): compare the rest.
+        if twin.state_key(&mut key_t, 1 << 16) && r.state_key(&mut key_r, 1 << 16) {
+            assert_eq!(key_t, key_r, "compacted twin's state key differs at {k}\n{}", ctx());
+        }
         history.push((allowed, r.is_complete()));
         if exhaustive || k < 2 {
             check_allowed_exact(&mut r, &allowed, &ctx);
@@ -246,6 +260,8 @@ fn check_input(
                 if !ok {
                     break;
                 }
+                assert_eq!(twin.try_feed_byte(b), Ok(true), "twin refused\n{}", ctx());
+                twin.compact_before(twin.len());
                 fed += 1;
             }
             Err(_) => return, // a documented limit
@@ -444,7 +460,12 @@ pub fn matcher_ops(data: &[u8]) {
     let cg = Arc::new(CompiledGrammar::new(Arc::new(g), vocab));
     let size = cg.vocab().size() as u32;
     let words = cg.mask_words();
-    let mut ms: Vec<(Matcher, Vec<Step>)> = vec![(cg.matcher(), Vec::new())];
+    let mut first = cg.matcher();
+    // Half the runs bound rollback, which lets the recognizer release history.
+    if src.one_in(2) {
+        first.set_max_rollback_tokens(Some(src.below(4)));
+    }
+    let mut ms: Vec<(Matcher, Vec<Step>)> = vec![(first, Vec::new())];
     let mut cur = 0;
     let vocab_listing = || {
         let v = cg.vocab();
@@ -532,9 +553,21 @@ pub fn matcher_ops(data: &[u8]) {
             }
             4 => {
                 let n = src.below(4);
-                m.rollback(n);
-                let keep = steps.len().saturating_sub(n);
-                steps.truncate(keep);
+                let window = m.rollback_window();
+                match m.rollback(n) {
+                    Ok(()) => {
+                        assert!(
+                            m.max_rollback_tokens().is_none() || n <= window,
+                            "rollback({n}) beyond the window {window} succeeded"
+                        );
+                        let keep = steps.len().saturating_sub(n);
+                        steps.truncate(keep);
+                    }
+                    Err(_) => {
+                        assert!(n > window, "rollback({n}) refused inside the window {window}");
+                        assert_eq!(observe(m), before, "refused rollback changed the state");
+                    }
+                }
             }
             5 | 6 => {
                 let mut fast = vec![u32::MAX; words];

@@ -17,8 +17,18 @@ const MAX_FORCED: usize = 4096;
 pub struct Matcher {
     cg: Arc<CompiledGrammar>,
     rec: Recognizer,
-    /// Recognizer length after each accepted token (EOS repeats the previous length).
+    /// Recognizer length after each of the last accepted tokens (EOS repeats the previous
+    /// length); the `dropped` tokens before them can no longer be rolled back.
     token_ends: Vec<u32>,
+    /// Accepted tokens no longer in `token_ends` (`dropped <= floor`).
+    dropped: usize,
+    /// Steps at or below this count are final: rollback cannot go below it.
+    floor: usize,
+    /// Recognizer length before the first token of `token_ends`.
+    base_len: u32,
+    /// At most this many tokens can be rolled back (`None`: all of them). Bounds memory on long
+    /// generations: history beyond the window is released.
+    max_rollback: Option<usize>,
     /// An EOS token was accepted: nothing more may follow.
     stopped: bool,
     /// Reused buffer for mask-cache keys.
@@ -32,8 +42,68 @@ impl Matcher {
             cg,
             rec,
             token_ends: Vec::new(),
+            dropped: 0,
+            floor: 0,
+            base_len: 0,
+            max_rollback: None,
             stopped: false,
             key: Vec::new(),
+        }
+    }
+
+    /// Limits rollback to the last `n` tokens (`None`: unlimited, the default) so memory stays
+    /// bounded on long generations. Takes effect from the next accepted token.
+    pub fn set_max_rollback_tokens(&mut self, n: Option<usize>) {
+        self.max_rollback = n;
+    }
+
+    pub fn max_rollback_tokens(&self) -> Option<usize> {
+        self.max_rollback
+    }
+
+    /// Heap bytes held by this matcher's parse state (not counting the shared compiled grammar).
+    pub fn memory_usage(&self) -> usize {
+        self.rec.memory_usage()
+            + self.token_ends.capacity() * std::mem::size_of::<u32>()
+            + self.key.capacity() * std::mem::size_of::<u32>()
+    }
+
+    /// Tokens that [`Matcher::rollback`] can undo now: the steps accepted after the floor.
+    pub fn rollback_window(&self) -> usize {
+        self.num_tokens() - self.floor
+    }
+
+    /// Recognizer length after the first `k` accepted steps (`k >= self.dropped`).
+    fn end_of(&self, k: usize) -> u32 {
+        if k == self.dropped {
+            self.base_len
+        } else {
+            self.token_ends[k - self.dropped - 1]
+        }
+    }
+
+    /// Records an accepted step and releases history beyond the rollback window.
+    fn push_token_end(&mut self) {
+        self.token_ends.push(self.rec.len() as u32);
+        let Some(w) = self.max_rollback else {
+            return;
+        };
+        // The floor only rises: once a step leaves the window it is final, even if later
+        // rollbacks shorten the output again (so the window never depends on when the
+        // recognizer happened to compact).
+        let floor = self.num_tokens().saturating_sub(w);
+        if floor <= self.floor {
+            return;
+        }
+        self.floor = floor;
+        let horizon = self.end_of(floor);
+        self.rec.forget_before(horizon as usize);
+        // Trim the bookkeeping in amortized O(1): entries before the floor are never read.
+        let cut = floor - self.dropped;
+        if cut > self.token_ends.len() / 2 + 64 {
+            self.base_len = horizon;
+            self.token_ends.drain(..cut);
+            self.dropped = floor;
         }
     }
 
@@ -57,12 +127,15 @@ impl Matcher {
 
     /// Number of tokens accepted (EOS and `accept_bytes` calls count as one each).
     pub fn num_tokens(&self) -> usize {
-        self.token_ends.len()
+        self.dropped + self.token_ends.len()
     }
 
     pub fn reset(&mut self) {
         self.rec.reset();
         self.token_ends.clear();
+        self.dropped = 0;
+        self.floor = 0;
+        self.base_len = 0;
         self.stopped = false;
     }
 
@@ -76,7 +149,7 @@ impl Matcher {
         if vocab.eos_token_ids().contains(&id) {
             if self.rec.is_complete() {
                 self.stopped = true;
-                self.token_ends.push(self.rec.len() as u32);
+                self.push_token_end();
                 return Ok(true);
             }
             return Ok(false);
@@ -95,23 +168,36 @@ impl Matcher {
             return Ok(false);
         }
         if self.rec.try_feed(bytes)? {
-            self.token_ends.push(self.rec.len() as u32);
+            self.push_token_end();
             Ok(true)
         } else {
             Ok(false)
         }
     }
 
-    /// Undoes the last `n` accepted steps (all of them if `n` is larger).
-    pub fn rollback(&mut self, n: usize) {
+    /// Undoes the last `n` accepted steps. Without a rollback limit, a larger `n` undoes all of
+    /// them; with one, `n` beyond [`Matcher::rollback_window`] is an error and changes nothing.
+    pub fn rollback(&mut self, n: usize) -> Result<(), EngineError> {
         if n == 0 {
-            return;
+            return Ok(());
         }
-        let keep = self.token_ends.len().saturating_sub(n);
-        self.token_ends.truncate(keep);
-        let len = self.token_ends.last().copied().unwrap_or(0) as usize;
-        self.rec.rollback_to(len);
+        let window = self.rollback_window();
+        if n > window && self.max_rollback.is_some() {
+            return Err(EngineError::Rollback {
+                requested: n,
+                available: window,
+            });
+        }
+        let keep = self.num_tokens().saturating_sub(n);
+        self.token_ends.truncate(keep - self.dropped);
+        let len = self.end_of(keep) as usize;
+        let back = self.rec.rollback_to(len);
+        debug_assert!(
+            back,
+            "the rollback window is inside the recognizer's window"
+        );
         self.stopped = false;
+        Ok(())
     }
 
     /// The longest byte string that every valid continuation starts with (empty when EOS or
@@ -133,7 +219,8 @@ impl Matcher {
             }
             out.push(b);
         }
-        self.rec.rollback_to(base);
+        let back = self.rec.rollback_to(base);
+        debug_assert!(back);
         out
     }
 
@@ -229,12 +316,23 @@ impl Matcher {
 
     /// Whether `id` is allowed now, by trying it (reference for tests; slow).
     pub fn is_token_allowed(&mut self, id: u32) -> Result<bool, EngineError> {
-        let saved = (self.token_ends.len(), self.stopped);
-        let ok = self.accept_token(id)?;
-        if ok {
-            self.rollback(1);
+        let vocab = &self.cg.vocab;
+        if self.stopped {
+            return Ok(false);
         }
-        debug_assert_eq!((self.token_ends.len(), self.stopped), saved);
+        if vocab.eos_token_ids().contains(&id) {
+            return Ok(self.rec.is_complete());
+        }
+        if !vocab.is_text_token(id) {
+            return Ok(false);
+        }
+        let cg = self.cg.clone();
+        let base = self.rec.len();
+        let ok = self
+            .rec
+            .try_feed(cg.vocab.token_bytes(id).unwrap_or_default())?;
+        let back = self.rec.rollback_to(base);
+        debug_assert!(back);
         Ok(ok)
     }
 }
@@ -609,7 +707,7 @@ mod tests {
         }
         assert!(m.can_finish());
         let forked = m.clone();
-        m.rollback(3);
+        m.rollback(3).unwrap();
         let mut replay = cg.matcher();
         for &t in &toks[..3] {
             replay.accept_token(t).unwrap();

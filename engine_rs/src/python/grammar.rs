@@ -20,6 +20,7 @@ pub(crate) fn compile_error(py: Python<'_>, e: &CompileError) -> PyErr {
 pub(crate) fn engine_error(py: Python<'_>, e: &EngineError) -> PyErr {
     match e {
         EngineError::Limit { .. } => structout_error(py, "LimitExceededError", e.to_string()),
+        EngineError::Rollback { .. } => structout_error(py, "RollbackError", e.to_string()),
     }
 }
 
@@ -135,8 +136,15 @@ impl PyRecognizer {
         PyBytes::new(py, &v)
     }
 
-    fn rollback_to(&mut self, length: usize) {
-        self.inner.rollback_to(length);
+    fn rollback_to(&mut self, length: usize) -> PyResult<()> {
+        if self.inner.rollback_to(length) {
+            Ok(())
+        } else {
+            Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "cannot roll back to length {length}: history before {} was released",
+                self.inner.horizon()
+            )))
+        }
     }
 
     fn reset(&mut self) {

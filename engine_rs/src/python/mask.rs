@@ -20,11 +20,14 @@ pub struct PyCompiledGrammar {
 
 #[pymethods]
 impl PyCompiledGrammar {
-    /// A new matcher (one per generated sequence).
-    fn matcher(&self) -> PyMatcher {
-        PyMatcher {
-            inner: self.inner.matcher(),
-        }
+    /// A new matcher (one per generated sequence). `max_rollback_tokens` bounds how many of the
+    /// last tokens `rollback` can undo (None: all); with a bound, memory stays proportional to
+    /// the live parse instead of the whole output.
+    #[pyo3(signature = (*, max_rollback_tokens=None))]
+    fn matcher(&self, max_rollback_tokens: Option<usize>) -> PyMatcher {
+        let mut inner = self.inner.matcher();
+        inner.set_max_rollback_tokens(max_rollback_tokens);
+        PyMatcher { inner }
     }
 
     #[getter]
@@ -166,10 +169,29 @@ impl PyMatcher {
         })
     }
 
-    /// Undoes the last `num_tokens` accepted steps.
+    /// Undoes the last `num_tokens` accepted steps (raises RollbackError beyond the window).
     #[pyo3(signature = (num_tokens=1))]
-    fn rollback(&mut self, num_tokens: usize) {
-        self.inner.rollback(num_tokens);
+    fn rollback(&mut self, py: Python<'_>, num_tokens: usize) -> PyResult<()> {
+        self.inner
+            .rollback(num_tokens)
+            .map_err(|e| engine_error(py, &e))
+    }
+
+    /// How many of the last tokens `rollback` can undo now.
+    #[getter]
+    fn rollback_window(&self) -> usize {
+        self.inner.rollback_window()
+    }
+
+    /// Heap bytes held by this matcher's parse state.
+    #[getter]
+    fn memory_usage(&self) -> usize {
+        self.inner.memory_usage()
+    }
+
+    #[getter]
+    fn max_rollback_tokens(&self) -> Option<usize> {
+        self.inner.max_rollback_tokens()
     }
 
     fn reset(&mut self) {
