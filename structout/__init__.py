@@ -20,6 +20,7 @@ from structout.errors import (
     VocabularyError,
 )
 from structout.generation import GenerationResult, Grammar, Timings
+from structout.limits import Limits
 from structout.masks import (
     CompiledGrammar,
     Matcher,
@@ -45,6 +46,7 @@ __all__ = [
     "Grammar",
     "GrammarError",
     "LimitExceededError",
+    "Limits",
     "Matcher",
     "Model",
     "RollbackError",

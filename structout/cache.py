@@ -296,8 +296,16 @@ class CompileCache:
             )
 
     # ----------------------------------------------------------------- KBNF → grammar
-    def compiled_grammar(self, kbnf: str, vocab: Any, compile_fn: Callable[[str, Any], Any]) -> Any:
+    def compiled_grammar(
+        self,
+        kbnf: str,
+        vocab: Any,
+        compile_fn: Callable[[str, Any], Any],
+        options: Mapping[str, Any] | None = None,
+    ) -> Any:
         """The compiled grammar for ``kbnf`` over ``vocab`` (``compile_fn`` runs on a miss).
+
+        ``options`` (the engine limits ``compile_fn`` applies) are part of the key.
 
         The key uses the vocabulary's ``fingerprint`` when it has one, else its identity (the entry
         keeps a reference to the vocabulary so the identity cannot be reused while cached).
@@ -307,7 +315,7 @@ class CompileCache:
         if callable(fingerprint):
             fingerprint = fingerprint()
         vocab_key = ("fp", fingerprint) if fingerprint is not None else ("id", id(vocab))
-        key = (text_hash, vocab_key)
+        key = (text_hash, vocab_key, tuple(sorted((options or {}).items())))
         hit = self._grammars.get(key)
         if hit is not None:
             self._count("grammar_hits")

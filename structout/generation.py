@@ -318,7 +318,10 @@ def _schema_instruction(schema: Any) -> str:
         text = None
     if text is not None:
         return text
-    shown = json.dumps(_without_titles(schema), ensure_ascii=False)
+    try:
+        shown = json.dumps(_without_titles(schema), ensure_ascii=False)
+    except RecursionError:  # deeper than Python can print (only with raised depth limits)
+        return "Respond only with JSON that matches the required JSON Schema."
     return "Respond only with JSON that matches this JSON Schema:\n" + shown
 
 

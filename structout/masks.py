@@ -36,7 +36,7 @@ def compile_kbnf(text: str, vocab: Any, *, start: str = "start", **limits: Any) 
     """Compile KBNF ``text`` for ``vocab`` (cached by text, options and vocabulary fingerprint).
 
     ``limits`` are the engine limits: ``dfa_size_limit``, ``max_repetition``,
-    ``max_grammar_symbols``, ``max_items_per_set``, ``max_total_items``.
+    ``max_grammar_symbols``, ``max_items_per_set``, ``max_total_items``, ``max_work_per_byte``.
     Raises :class:`structout.errors.GrammarError` (with line:col) or ``LimitExceededError``.
     """
     if not isinstance(text, str):
@@ -131,35 +131,38 @@ def apply_token_bitmask_(logits: Any, bitmask: Any) -> Any:
 def compile_json_schema(schema: Any, vocab: Any, **options: Any) -> Any:
     """Translate a JSON Schema (dict or JSON text) to KBNF and compile it for ``vocab``.
 
-    ``options`` are the translator's (``whitespace``, ``indent``, ``lenient``, ...). Translation is
+    ``options`` are the translator's (``whitespace``, ``indent``, ``lenient``, ``max_schema_depth``,
+    ...) and the engine limits (``dfa_size_limit``, ``max_items_per_set``, ...). Translation is
     cached by the canonical schema and options (memory and disk, see ``structout.cache``), the
     compiled grammar by the engine. Raises ``UnsupportedSchemaError`` / ``SchemaError``.
     """
-    import json
-
     from structout.cache import get_default_cache
-    from structout.schema import to_kbnf
+    from structout.limits import split_options
+    from structout.schema import json_schema_of, to_kbnf
 
-    if isinstance(schema, (str, bytes)):
-        schema = json.loads(schema)
-    if not isinstance(schema, (dict, bool)):
+    if isinstance(schema, bytes):
+        schema = schema.decode("utf-8")
+    if not isinstance(schema, (dict, bool, str)):
         raise TypeError(f"schema must be a dict, bool or JSON text, not {type(schema).__name__}")
-    text, _ = get_default_cache().kbnf_for_schema(
-        schema, lambda s: to_kbnf(s, **options), options
-    )
-    return compile_kbnf(text, vocab)
+    schema, _ = json_schema_of(schema)  # parses JSON text; too deep → LimitExceededError
+    topts, limits = split_options(options)
+    text, _ = get_default_cache().kbnf_for_schema(schema, lambda s: to_kbnf(s, **topts), topts)
+    return compile_kbnf(text, vocab, **limits)
 
 
 def compile_type(tp: Any, vocab: Any, **options: Any) -> Any:
     """Compile any Python type a ``pydantic.TypeAdapter`` accepts (models, dataclasses, ...).
 
-    Extra keys are generated only where the type allows them.
+    Extra keys are generated only where the type allows them. ``options`` as for
+    :func:`compile_json_schema`.
     """
     from structout.cache import get_default_cache
+    from structout.limits import split_options
     from structout.schema import json_schema_of, to_kbnf
 
-    schema, _ = json_schema_of(tp, by_alias=options.get("by_alias", True))
+    topts, limits = split_options(options)
+    schema, _ = json_schema_of(tp, by_alias=topts.get("by_alias", True))
     text, _ = get_default_cache().kbnf_for_schema(
-        schema, lambda _s: to_kbnf(tp, **options), {**options, "python_type": True}
+        schema, lambda _s: to_kbnf(tp, **topts), {**topts, "python_type": True}
     )
-    return compile_kbnf(text, vocab)
+    return compile_kbnf(text, vocab, **limits)

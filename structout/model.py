@@ -13,6 +13,7 @@ torch and transformers are imported lazily (install ``structout[transformers]``)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -41,6 +42,7 @@ from structout.generation import (
     finalize,
     resolve_schema,
 )
+from structout.limits import Limits
 
 __all__ = ["CompiledTarget", "Model", "Stream", "default_gguf_path", "hf_token_bytes"]
 
@@ -71,11 +73,18 @@ class Model:
     """
 
     def __init__(
-        self, hf_model: Any, hf_tokenizer: Any, *, cache: CompileCache | None = None
+        self,
+        hf_model: Any,
+        hf_tokenizer: Any,
+        *,
+        cache: CompileCache | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.hf_model = hf_model
         self.tokenizer = hf_tokenizer
         self.cache = cache if cache is not None else get_default_cache()
+        #: Resource limits for translating and compiling schemas (``structout.Limits``).
+        self.limits = limits if limits is not None else Limits()
         hf_model.eval()
         self._vocab: Any = None
         self._tokens: TokenSpace | None = None
@@ -90,6 +99,8 @@ class Model:
         gguf_file: str | None = None,
         device: str | None = None,
         dtype: Any = None,
+        *,
+        limits: Limits | None = None,
         **kwargs: Any,
     ) -> Model:
         """Load a model and tokenizer with transformers (``AutoModelForCausalLM``).
@@ -113,7 +124,7 @@ class Model:
                 str(name_or_path), **_dtype_kw(dtype), **extra, **kwargs
             )
         hf_model = hf_model.to(device=device, dtype=dtype)
-        return cls(hf_model, tok)
+        return cls(hf_model, tok, limits=limits)
 
     @classmethod
     def default(cls, device: str | None = None, dtype: Any = None) -> Model:
@@ -275,11 +286,7 @@ class Model:
         target = resolve_schema(schema)
         if target.kind == "text":
             return CompiledTarget(target, None, None, (time.perf_counter() - t0) * 1e3)
-        kbnf = target.kbnf
-        if kbnf is None:
-            kbnf, _ = self.cache.kbnf_for_schema(target.json_schema, _translate_schema)
-        api = _gen._engine_api()
-        grammar = self.cache.compiled_grammar(kbnf, self.vocab, api.compile_kbnf)
+        kbnf, grammar = compile_target(self.cache, target, self.vocab, self.limits)
         return CompiledTarget(target, grammar, kbnf, (time.perf_counter() - t0) * 1e3)
 
     # -------------------------------------------------------------------------- generating
@@ -467,7 +474,26 @@ def _drain(gen: Any) -> Any:
             return stop.value
 
 
-def _translate_schema(schema: Any) -> str:
+def compile_target(
+    cache: CompileCache, target: Target, vocab: Any, limits: Limits
+) -> tuple[str, Any]:
+    """``(kbnf, compiled grammar)`` for a resolved non-text target, through ``cache``, under
+    ``limits`` (the options that are set become part of the cache keys)."""
+    kbnf = target.kbnf
+    if kbnf is None:
+        topts = limits.translator_options()
+        kbnf, _ = cache.kbnf_for_schema(
+            target.json_schema, functools.partial(_translate_schema, **topts), topts or None
+        )
+    api = _gen._engine_api()
+    eopts = limits.engine_options()
+    grammar = cache.compiled_grammar(
+        kbnf, vocab, functools.partial(api.compile_kbnf, **eopts), eopts
+    )
+    return kbnf, grammar
+
+
+def _translate_schema(schema: Any, **options: Any) -> str:
     try:
         from structout.schema import to_kbnf
     except ImportError as exc:
@@ -475,7 +501,7 @@ def _translate_schema(schema: Any) -> str:
             "structout.schema.to_kbnf (the JSON Schema translator) is not available; pass a "
             "structout.Grammar instead"
         ) from exc
-    return to_kbnf(schema)
+    return to_kbnf(schema, **options)
 
 
 def _import_torch() -> Any:

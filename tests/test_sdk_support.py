@@ -148,17 +148,26 @@ class RefGrammar:
         self.choices = choices
         self.vocab = vocab
 
-    def matcher(self) -> RefMatcher:
-        return RefMatcher(self)
+    def matcher(self, *, max_rollback_tokens: int | None = None) -> RefMatcher:
+        return RefMatcher(self, max_rollback_tokens)
 
 
 class RefMatcher:
     """Brute-force matcher over a finite language (exact by construction)."""
 
-    def __init__(self, grammar: RefGrammar) -> None:
+    def __init__(self, grammar: RefGrammar, max_rollback_tokens: int | None = None) -> None:
         self.g = grammar
         self.data = b""
         self.lengths: list[int] = []
+        # Like the engine: steps that left the rollback window are final.
+        self.window = max_rollback_tokens
+        self.floor = 0
+
+    def _accepted(self, b: bytes) -> None:
+        self.data += b
+        self.lengths.append(len(b))
+        if self.window is not None:
+            self.floor = max(self.floor, len(self.lengths) - self.window)
 
     def _viable(self, data: bytes) -> bool:
         return any(c.startswith(data) for c in self.g.choices)
@@ -167,24 +176,22 @@ class RefMatcher:
         b = self.g.vocab.token_bytes_table[token] if token < self.g.vocab.size else b""
         if not b or not self._viable(self.data + b):
             return False
-        self.data += b
-        self.lengths.append(len(b))
+        self._accepted(b)
         return True
 
     def accept_bytes(self, b: bytes) -> bool:
         if not self._viable(self.data + b):
             return False
-        self.data += b
-        self.lengths.append(len(b))
+        self._accepted(b)
         return True
 
     def rollback(self, n: int) -> None:
-        assert 0 <= n <= len(self.lengths), (n, len(self.lengths))
+        assert 0 <= n <= len(self.lengths) - self.floor, (n, len(self.lengths), self.floor)
         for _ in range(n):
             self.data = self.data[: len(self.data) - self.lengths.pop()]
 
     def reset(self) -> None:
-        self.data, self.lengths = b"", []
+        self.data, self.lengths, self.floor = b"", [], 0
 
     def can_finish(self) -> bool:
         """The output so far is complete (EOS allowed)."""

@@ -26,6 +26,7 @@ from transformers import LogitsProcessor
 from structout import generation as _gen
 from structout.cache import CompileCache, get_default_cache
 from structout.errors import StructoutError
+from structout.limits import Limits
 
 __all__ = ["StructuredLogitsProcessor"]
 
@@ -44,17 +45,24 @@ class StructuredLogitsProcessor(LogitsProcessor):
         schema_or_grammar: Any,
         *,
         cache: CompileCache | None = None,
+        limits: Limits | None = None,
     ) -> None:
         if schema_or_grammar is None:
             raise ValueError("StructuredLogitsProcessor needs a schema or a structout.Grammar")
         self.target = _gen.resolve_schema(schema_or_grammar)
         self._cache = cache if cache is not None else get_default_cache()
+        self.limits = limits if limits is not None else Limits()
         if self.target.kbnf is not None:
             self.kbnf = self.target.kbnf
-        else:
+        else:  # translate now, so schema errors surface at construction
             from structout.model import _translate_schema
 
-            self.kbnf, _ = self._cache.kbnf_for_schema(self.target.json_schema, _translate_schema)
+            topts = self.limits.translator_options()
+            self.kbnf, _ = self._cache.kbnf_for_schema(
+                self.target.json_schema,
+                lambda s: _translate_schema(s, **topts),
+                topts or None,
+            )
         is_vocab = hasattr(vocab_or_tokenizer, "eos_token_ids") and hasattr(
             vocab_or_tokenizer, "size"
         )
@@ -90,7 +98,9 @@ class StructuredLogitsProcessor(LogitsProcessor):
                 "columns; build it with Vocabulary.from_hf(tokenizer, vocab_size=<model size>)"
             )
         if self.grammar is None:
-            self.grammar = self._cache.compiled_grammar(self.kbnf, self._vocab, api.compile_kbnf)
+            from structout.model import compile_target
+
+            _, self.grammar = compile_target(self._cache, self.target, self._vocab, self.limits)
         self._eos = {int(t) for t in self._vocab.eos_token_ids}
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
