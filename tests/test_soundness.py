@@ -129,7 +129,9 @@ class Sampler:
 
     def generate(self, cg: Any) -> tuple[bytes | None, int, str | None]:
         """One document: ``(bytes or None if unfinished, tokens used, failure or None)``."""
-        m = cg.matcher()
+        # Half the documents use a matcher that releases parse history (rollback window 4),
+        # so compaction is exercised on real schemas and sampled documents.
+        m = cg.matcher(max_rollback_tokens=4 if self.rng.random() < 0.5 else None)
         bm = so.allocate_token_bitmask(1, self.vocab.size)
         out = bytearray()
         for step in range(MAX_TOKENS):
