@@ -17,6 +17,7 @@ use regex_automata::{
     util::syntax,
     Anchored, Input, MatchKind,
 };
+use regex_syntax::hir::{Hir, HirKind, Repetition};
 use rustc_hash::FxHashMap;
 
 /// The dead state: no continuation is possible.
@@ -76,6 +77,16 @@ pub enum DfaError {
     TooBig { limit: usize },
     /// The pattern uses a feature the engine cannot decide byte by byte.
     Unsupported(String),
+    /// The pattern is longer than `max` = `limit` / [`PATTERN_BYTES_PER_LIMIT`] bytes (parsing
+    /// alone would take memory far beyond the limit).
+    TooLong {
+        len: usize,
+        max: usize,
+        limit: usize,
+    },
+    /// Combining automata ([`Dfa::concat`], [`Dfa::union`]) needed more construction steps than
+    /// its budget allowed.
+    TooSlow { steps: u64 },
 }
 
 impl std::fmt::Display for DfaError {
@@ -89,6 +100,14 @@ impl std::fmt::Display for DfaError {
                 )
             }
             DfaError::Unsupported(m) => write!(f, "{m}"),
+            DfaError::TooLong { len, max, limit } => write!(
+                f,
+                "the pattern is {len} bytes long, over dfa_size_limit / {PATTERN_BYTES_PER_LIMIT} \
+                 = {max} bytes (dfa_size_limit = {limit})"
+            ),
+            DfaError::TooSlow { steps } => {
+                write!(f, "combining the automata needs more than {steps} steps")
+            }
         }
     }
 }
@@ -150,7 +169,16 @@ impl Dfa {
 
     /// Compiles a regex (Rust `regex` syntax) matched in full against the input.
     pub fn from_regex(pattern: &str, size_limit: usize) -> Result<Dfa, DfaError> {
-        let ra = build_ra(pattern, size_limit)?;
+        let hir = parse(pattern, size_limit)?;
+        if let Some(dfa) = Dfa::from_segments(&hir, size_limit) {
+            return Ok(dfa);
+        }
+        Dfa::from_hir(&hir, size_limit)
+    }
+
+    /// Determinizes a (simplified) HIR with `regex-automata` and copies the result.
+    fn from_hir(hir: &Hir, size_limit: usize) -> Result<Dfa, DfaError> {
+        let ra = build_ra(hir, size_limit)?;
         let start = ra
             .start_state_forward(&Input::new("").anchored(Anchored::Yes))
             .map_err(|e| DfaError::Unsupported(e.to_string()))?;
@@ -177,12 +205,77 @@ impl Dfa {
         Ok(table.finish(classes))
     }
 
+    /// A top-level concatenation `A X* B Y+ C` (no look-around anywhere) as the concatenation of
+    /// the automata of its segments `A`, `X*`, `B`, `Y+`, `C`, each unbounded repetition alone.
+    ///
+    /// Why: determinizing the whole at once gives `X* Y{n,}`-shaped patterns (every unanchored
+    /// schema `pattern` is `.* P .*`) a DFA whose states each hold O(n) NFA states, so it takes
+    /// O(n²); combining the segments' DFAs keeps only the largest count of `Y` (see
+    /// [`Inclusion`]) and is linear.
+    ///
+    /// Cost bound: at most [`MAX_SEGMENTS`] segments, each built under `size_limit /
+    /// MAX_SEGMENTS`, then combined under `size_limit` bytes and `size_limit / 4` steps; so a
+    /// failed attempt costs about one more full-limit construction. `None` (more segments, a
+    /// segment over its share, sets of incomparable states such as `X* a{n}` with a literal)
+    /// sends the pattern to the ordinary construction.
+    fn from_segments(hir: &Hir, size_limit: usize) -> Option<Dfa> {
+        if !hir.properties().look_set().is_empty() {
+            return None;
+        }
+        let HirKind::Concat(items) = hir.kind() else {
+            return None;
+        };
+        let unbounded = |h: &Hir| matches!(h.kind(), HirKind::Repetition(r) if r.max.is_none());
+        let mut segments: Vec<&[Hir]> = Vec::new();
+        let mut start = 0;
+        for (i, item) in items.iter().enumerate() {
+            if unbounded(item) {
+                if start < i {
+                    segments.push(&items[start..i]);
+                }
+                segments.push(&items[i..=i]);
+                start = i + 1;
+            }
+        }
+        if start < items.len() {
+            segments.push(&items[start..]);
+        }
+        if segments.len() < 2 || segments.len() > MAX_SEGMENTS {
+            return None;
+        }
+        let share = size_limit / MAX_SEGMENTS;
+        let mut dfas: Vec<Option<Dfa>> = Vec::with_capacity(segments.len());
+        for seg in &segments {
+            if let [h] = seg {
+                if let HirKind::Literal(_) = h.kind() {
+                    dfas.push(None);
+                    continue;
+                }
+            }
+            dfas.push(Some(Dfa::from_hir(&Hir::concat(seg.to_vec()), share).ok()?));
+        }
+        let parts: Vec<Part<'_>> = segments
+            .iter()
+            .zip(&dfas)
+            .map(|(seg, d)| match (d, seg[0].kind()) {
+                (Some(d), _) => Part::Dfa(d),
+                (None, HirKind::Literal(lit)) => Part::Lit(&lit.0),
+                (None, _) => unreachable!("only literal segments have no DFA"),
+            })
+            .collect();
+        let mut budget = CombineBudget {
+            size_limit,
+            steps: size_limit as u64 / 4,
+        };
+        Dfa::concat(&parts, &mut budget).ok()
+    }
+
     /// The DFA of `except!(X)`: non-empty-or-empty UTF-8 strings with no substring matching `x_regex`,
     /// optionally at most `max_len` bytes long (the bound is enforced by the recognizer using
     /// [`Dfa::min_to_accept`]).
     pub fn except(x_regex: &str, size_limit: usize) -> Result<Dfa, DfaError> {
         let pattern = format!("(?s-u:.)*(?:{x_regex})");
-        let ra = build_ra(&pattern, size_limit)?;
+        let ra = build_ra(&parse(&pattern, size_limit)?, size_limit)?;
         let start = ra
             .start_state_forward(&Input::new("").anchored(Anchored::Yes))
             .map_err(|e| DfaError::Unsupported(e.to_string()))?;
@@ -227,6 +320,28 @@ impl Dfa {
         Ok(table.finish(classes))
     }
 
+    /// The DFA of the concatenation of `parts` (with no parts: the empty language).
+    ///
+    /// Built from the parts' automata, so its cost is independent of how the parts were written;
+    /// fails with [`DfaError::TooBig`] or [`DfaError::TooSlow`] when `budget` runs out (callers
+    /// use it for optional optimizations and keep the parts separate then).
+    pub fn concat(parts: &[Part<'_>], budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        Combiner {
+            parts,
+            mode: Combine::Concat,
+        }
+        .explore(budget)
+    }
+
+    /// The DFA of the union of `parts` (see [`Dfa::concat`] for the budget).
+    pub fn union(parts: &[Part<'_>], budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        Combiner {
+            parts,
+            mode: Combine::Union,
+        }
+        .explore(budget)
+    }
+
     /// A DFA with the empty language.
     pub fn empty() -> Dfa {
         Dfa {
@@ -241,7 +356,491 @@ impl Dfa {
     }
 }
 
-fn build_ra(pattern: &str, size_limit: usize) -> Result<dense::DFA<Vec<u32>>, DfaError> {
+/// Budget for building one automaton out of others ([`Dfa::concat`], [`Dfa::union`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CombineBudget {
+    /// Memory for the automaton while it is built (table, state sets and their index), in bytes.
+    pub size_limit: usize,
+    /// Construction steps left (one step advances one part state over one byte class); each
+    /// construction subtracts what it used, also when it fails.
+    pub steps: u64,
+}
+
+/// One operand of [`Dfa::concat`] / [`Dfa::union`].
+#[derive(Clone, Copy, Debug)]
+pub enum Part<'a> {
+    Dfa(&'a Dfa),
+    /// A literal byte string (no table needed).
+    Lit(&'a [u8]),
+}
+
+/// Part states: a DFA's own states; for a literal, `k + 1` after `k` bytes (`DEAD` = 0).
+impl Part<'_> {
+    #[inline]
+    fn start(&self) -> u32 {
+        match self {
+            Part::Dfa(d) => d.start,
+            Part::Lit(_) => 1,
+        }
+    }
+    #[inline]
+    fn next(&self, s: u32, b: u8) -> u32 {
+        match self {
+            Part::Dfa(d) => d.next(s, b),
+            Part::Lit(l) => {
+                let k = s as usize - 1;
+                if k < l.len() && l[k] == b {
+                    s + 1
+                } else {
+                    DEAD
+                }
+            }
+        }
+    }
+    #[inline]
+    fn is_accept(&self, s: u32) -> bool {
+        match self {
+            Part::Dfa(d) => d.is_accept(s),
+            Part::Lit(l) => s as usize - 1 == l.len(),
+        }
+    }
+    #[inline]
+    fn is_live(&self, s: u32) -> bool {
+        match self {
+            Part::Dfa(d) => !d.live_bytes(s).is_empty(),
+            Part::Lit(l) => (s as usize - 1) < l.len(),
+        }
+    }
+}
+
+/// The state-set entry for "a match has just ended and nothing can follow" (sorts last).
+const SINK: u64 = u64::MAX;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Combine {
+    Concat,
+    Union,
+}
+
+/// Language inclusion between states of one part DFA, memoized: `L(s) ⊆ L(t)` means a set
+/// holding `(i, t)` needs no `(i, s)` (for a concatenation, `L(s)·rest ⊆ L(t)·rest`). Keeping only
+/// maximal states is what makes `X{a,} X{b,}` (e.g. `\w+` pieces split across terminals) linear:
+/// without it, a set holds every count of the second piece reached so far.
+///
+/// Only proven inclusions prune; a check that is too long (or over budget) answers "not
+/// included", which is always safe.
+#[derive(Default)]
+struct Inclusion {
+    /// `(dfa address, s, t)` → proven `L(s) ⊆ L(t)` (false: not proven).
+    memo: FxHashMap<(usize, u32, u32), bool>,
+    /// `(dfa address, s)` → the last `t` with `L(s) ⊆ L(t)` proven.
+    up: FxHashMap<(usize, u32), u32>,
+    visited: rustc_hash::FxHashSet<(u32, u32)>,
+    stack: Vec<(u32, u32)>,
+}
+
+/// Most pair visits one inclusion check may take.
+const MAX_INCLUSION_PAIRS: usize = 1 << 16;
+/// Most memoized inclusion answers kept with all their visited pairs (about 32 bytes each); beyond
+/// it only the answers asked for are kept.
+const MAX_MEMO: usize = 1 << 16;
+/// Most states of one part in a set that are compared pairwise.
+const MAX_PRUNE_GROUP: usize = 16;
+
+impl Inclusion {
+    /// Whether `L(s) ⊆ L(t)` in `d` is proven; charges one step per pair and byte class.
+    fn included(&mut self, d: &Dfa, s: u32, t: u32, steps: &mut u64) -> bool {
+        if s == t {
+            return true;
+        }
+        let key = d as *const Dfa as usize;
+        if let Some(&r) = self.memo.get(&(key, s, t)) {
+            return r;
+        }
+        // Transitivity through the last proven superset of `s`: along a counter, the state
+        // entered last is compared with a maximum that moved by one step since the previous
+        // set, and `L(max - 1) ⊆ L(max)` is already known from one walk along the counter.
+        if let Some(&u) = self.up.get(&(key, s)) {
+            if u != t && self.walk(d, key, u, t, steps) {
+                self.memo.insert((key, s, t), true);
+                self.up.insert((key, s), t);
+                return true;
+            }
+        }
+        let ok = self.walk(d, key, s, t, steps);
+        if ok {
+            self.up.insert((key, s), t);
+        }
+        ok
+    }
+
+    /// The inclusion check proper: explores the pairs reachable from `(s, t)` looking for one
+    /// where the first state accepts or continues and the second does not.
+    fn walk(&mut self, d: &Dfa, key: usize, s: u32, t: u32, steps: &mut u64) -> bool {
+        if s == t {
+            return true;
+        }
+        if let Some(&r) = self.memo.get(&(key, s, t)) {
+            return r;
+        }
+        let stride = d.stride as usize;
+        self.visited.clear();
+        self.stack.clear();
+        self.visited.insert((s, t));
+        self.stack.push((s, t));
+        let mut ok = true;
+        while let Some((p, q)) = self.stack.pop() {
+            if p == q || self.memo.get(&(key, p, q)) == Some(&true) {
+                continue;
+            }
+            let (lp, lq) = (d.live_bytes(p), d.live_bytes(q));
+            if (d.is_accept(p) && !d.is_accept(q))
+                || (0..4).any(|w| lp.0[w] & !lq.0[w] != 0)
+                || self.visited.len() > MAX_INCLUSION_PAIRS
+                || *steps < stride as u64
+            {
+                ok = false;
+                break;
+            }
+            *steps -= stride as u64;
+            for c in 0..stride {
+                let p2 = d.trans[p as usize * stride + c];
+                if p2 == DEAD {
+                    continue;
+                }
+                // Live bytes of q cover those of p, so q2 is not dead here.
+                let q2 = d.trans[q as usize * stride + c];
+                if self.visited.insert((p2, q2)) {
+                    self.stack.push((p2, q2));
+                }
+            }
+        }
+        if ok {
+            // Every pair visited by a successful check is an inclusion too; keep them while the
+            // memo is small (bounded memory: the walks along a long counter are the only thing
+            // they speed up).
+            if self.memo.len() + self.visited.len() <= MAX_MEMO {
+                for &(p, q) in &self.visited {
+                    self.memo.insert((key, p, q), true);
+                }
+            } else {
+                self.memo.insert((key, s, t), true);
+            }
+        } else {
+            self.memo.insert((key, s, t), false);
+        }
+        ok
+    }
+
+    /// Removes from the sorted set `out` the states of a part whose language is included in that
+    /// of another state of the same part in `out` (of two equal ones, the smaller id goes).
+    fn prune(&mut self, parts: &[Part<'_>], out: &mut Vec<u64>, steps: &mut u64) {
+        // Usually every part has one state in the set: nothing to compare.
+        if !out
+            .windows(2)
+            .any(|w| w[0] >> 32 == w[1] >> 32 && w[1] != SINK)
+        {
+            return;
+        }
+        let mut start = 0;
+        let mut keep = vec![true; out.len()];
+        let mut any = false;
+        while start < out.len() {
+            let piece = out[start] >> 32;
+            let mut end = start + 1;
+            while end < out.len() && out[end] != SINK && out[end] >> 32 == piece {
+                end += 1;
+            }
+            let group = end - start;
+            if out[start] != SINK && (2..=MAX_PRUNE_GROUP).contains(&group) {
+                if let Part::Dfa(d) = parts[piece as usize] {
+                    for a in start..end {
+                        for b in start..end {
+                            if a == b || !keep[b] {
+                                continue;
+                            }
+                            let (sa, sb) = (out[a] as u32, out[b] as u32);
+                            if self.included(d, sa, sb, steps)
+                                && (b > a || !self.included(d, sb, sa, steps))
+                            {
+                                keep[a] = false;
+                                any = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            start = end;
+        }
+        if any {
+            let mut k = 0;
+            out.retain(|_| {
+                k += 1;
+                keep[k - 1]
+            });
+        }
+    }
+}
+
+/// The automaton of a concatenation or union of parts, explored as sets of `(part, state)` pairs
+/// (subset construction over the parts' DFAs, which are never re-derived from regex text).
+struct Combiner<'a> {
+    parts: &'a [Part<'a>],
+    mode: Combine,
+}
+
+impl Combiner<'_> {
+    /// Adds `(i, s)` (a live part state just reached) to `out`, with the states it leads to
+    /// without reading a byte (concatenation: the start of the next parts while `s` accepts).
+    /// Accepting states without continuation collapse into [`SINK`] (or vanish when they do not
+    /// end the whole expression), which keeps equal languages in equal sets.
+    fn push(&self, out: &mut Vec<u64>, i: usize, s: u32) {
+        let last = self.mode == Combine::Union || i + 1 == self.parts.len();
+        let p = &self.parts[i];
+        let (accept, live) = (p.is_accept(s), p.is_live(s));
+        if live {
+            out.push(((i as u64) << 32) | s as u64);
+        }
+        if accept {
+            if last {
+                if !live {
+                    out.push(SINK);
+                }
+            } else {
+                let next = self.parts[i + 1].start();
+                if next != DEAD {
+                    self.push(out, i + 1, next);
+                }
+            }
+        }
+    }
+
+    fn is_accept(&self, set: &[u64]) -> bool {
+        let m = self.parts.len() as u64;
+        set.iter().any(|&e| {
+            if e == SINK {
+                return true;
+            }
+            let (i, s) = (e >> 32, e as u32);
+            (self.mode == Combine::Union || i + 1 == m) && self.parts[i as usize].is_accept(s)
+        })
+    }
+
+    fn initial(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        match self.mode {
+            Combine::Union => {
+                for (i, p) in self.parts.iter().enumerate() {
+                    if p.start() != DEAD {
+                        self.push(&mut out, i, p.start());
+                    }
+                }
+            }
+            Combine::Concat => {
+                if let Some(p) = self.parts.first() {
+                    if p.start() != DEAD {
+                        self.push(&mut out, 0, p.start());
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn step(&self, set: &[u64], b: u8, out: &mut Vec<u64>) {
+        out.clear();
+        for &e in set {
+            if e == SINK {
+                continue;
+            }
+            let (i, s) = ((e >> 32) as usize, e as u32);
+            let t = self.parts[i].next(s, b);
+            if t != DEAD {
+                self.push(out, i, t);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// Byte classes refining every part's classes.
+    fn classes(&self) -> ([u8; 256], Vec<u8>) {
+        let mut cls = [0u16; 256];
+        let mut lit_bytes = ByteSet::EMPTY;
+        let mut seen: Vec<*const Dfa> = Vec::new();
+        let refine = |cls: &mut [u16; 256], part_class: &dyn Fn(u8) -> u16| {
+            let mut map: FxHashMap<(u16, u16), u16> = FxHashMap::default();
+            for b in 0..=255u8 {
+                let n = map.len() as u16;
+                cls[b as usize] = *map.entry((cls[b as usize], part_class(b))).or_insert(n);
+            }
+        };
+        for p in self.parts {
+            match p {
+                Part::Dfa(d) => {
+                    let ptr = *d as *const Dfa;
+                    if !seen.contains(&ptr) {
+                        seen.push(ptr);
+                        refine(&mut cls, &|b| d.classes[b as usize] as u16);
+                    }
+                }
+                Part::Lit(l) => l.iter().for_each(|&b| lit_bytes.insert(b)),
+            }
+        }
+        if !lit_bytes.is_empty() {
+            refine(&mut cls, &|b| {
+                if lit_bytes.contains(b) {
+                    b as u16 + 1
+                } else {
+                    0
+                }
+            });
+        }
+        let mut classes = [0u8; 256];
+        let mut reps = Vec::new();
+        for b in 0..=255u8 {
+            let c = cls[b as usize];
+            if c as usize == reps.len() {
+                reps.push(b);
+            }
+            classes[b as usize] = c as u8;
+        }
+        (classes, reps)
+    }
+
+    /// Breadth-first exploration of the state sets under `budget`.
+    fn explore(&self, budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        let (classes, reps) = self.classes();
+        let stride = reps.len();
+        let too_big = DfaError::TooBig {
+            limit: budget.size_limit,
+        };
+        // Sets are stored back to back in `arena`; set of state id `k` (from 1) is
+        // `arena[offsets[k - 1]..offsets[k]]`. `index` maps a set's hash to the newest state with
+        // that hash; `chain[k - 1]` is the previous state with the same hash (0 = none).
+        let mut arena: Vec<u64> = Vec::new();
+        let mut offsets: Vec<usize> = vec![0];
+        let mut index: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut chain: Vec<u32> = Vec::new();
+        let mut trans = vec![DEAD; stride];
+        let mut acc = vec![false];
+        let mut memory = 0usize;
+        let start_steps = budget.steps;
+        // Per-state bytes besides its set: table row, accept flag, offset, chain, index entry.
+        let per_state = stride * 4 + 1 + 8 + 4 + 16;
+        let hash = |set: &[u64]| {
+            use std::hash::BuildHasher;
+            rustc_hash::FxBuildHasher.hash_one(set)
+        };
+        let mut inclusion = Inclusion::default();
+        let mut initial = self.initial();
+        inclusion.prune(self.parts, &mut initial, &mut budget.steps);
+        if initial.is_empty() {
+            return Ok(Dfa::empty());
+        }
+        // Interns a set; returns its state id and whether it is new.
+        let mut intern = |set: &[u64],
+                          arena: &mut Vec<u64>,
+                          offsets: &mut Vec<usize>,
+                          trans: &mut Vec<u32>,
+                          acc: &mut Vec<bool>|
+         -> Result<u32, DfaError> {
+            let h = hash(set);
+            let mut id = index.get(&h).copied().unwrap_or(0);
+            while id != 0 {
+                let k = id as usize;
+                if &arena[offsets[k - 1]..offsets[k]] == set {
+                    return Ok(id);
+                }
+                id = chain[k - 1];
+            }
+            memory += per_state + set.len() * 8;
+            if memory > budget.size_limit {
+                return Err(too_big.clone());
+            }
+            let id = offsets.len() as u32;
+            arena.extend_from_slice(set);
+            offsets.push(arena.len());
+            chain.push(index.insert(h, id).unwrap_or(0));
+            trans.extend(std::iter::repeat_n(DEAD, stride));
+            acc.push(self.is_accept(set));
+            Ok(id)
+        };
+        intern(&initial, &mut arena, &mut offsets, &mut trans, &mut acc)?;
+        let mut current: Vec<u64> = Vec::new();
+        let mut next: Vec<u64> = Vec::new();
+        let mut id = 1usize;
+        while id < offsets.len() {
+            current.clear();
+            current.extend_from_slice(&arena[offsets[id - 1]..offsets[id]]);
+            let cost = (current.len() as u64 + 1) * stride as u64;
+            if cost > budget.steps {
+                return Err(DfaError::TooSlow { steps: start_steps });
+            }
+            budget.steps -= cost;
+            for (c, &b) in reps.iter().enumerate() {
+                self.step(&current, b, &mut next);
+                inclusion.prune(self.parts, &mut next, &mut budget.steps);
+                if next.is_empty() {
+                    continue;
+                }
+                let t = intern(&next, &mut arena, &mut offsets, &mut trans, &mut acc)?;
+                trans[id * stride + c] = t;
+            }
+            id += 1;
+        }
+        drop((arena, offsets));
+        Ok(Explored {
+            stride,
+            trans,
+            accept: acc,
+            reps,
+        }
+        .finish(classes))
+    }
+}
+
+/// Most segments [`Dfa::from_segments`] splits a pattern into.
+const MAX_SEGMENTS: usize = 8;
+
+/// Longest pattern, as a fraction of `size_limit`: parsing takes up to ~350 bytes of memory per
+/// pattern byte (`regex-syntax`'s syntax tree and HIR, e.g. for `a?a?a?…`), before any of the
+/// automaton budgets can be checked, so this bounds parsing to ~22 × `size_limit` (a 2 MiB
+/// pattern at the default 32 MiB).
+pub const PATTERN_BYTES_PER_LIMIT: usize = 16;
+
+/// Parses and simplifies a pattern (refusing patterns too long to parse within the limit).
+///
+/// Parsing ourselves and compiling the simplified HIR (instead of letting `regex-automata` parse)
+/// lets us rewrite shapes whose subset construction is quadratic into equivalent linear ones (see
+/// [`simplify`] and [`Dfa::from_segments`]).
+fn parse(pattern: &str, size_limit: usize) -> Result<Hir, DfaError> {
+    let max = size_limit / PATTERN_BYTES_PER_LIMIT;
+    if pattern.len() > max {
+        return Err(DfaError::TooLong {
+            len: pattern.len(),
+            max,
+            limit: size_limit,
+        });
+    }
+    let hir = syntax::parse_with(pattern, &syntax::Config::new().utf8(false))
+        .map_err(|e| DfaError::Syntax(clean_regex_message(&e.to_string())))?;
+    Ok(simplify(hir))
+}
+
+/// Compiles and determinizes a parsed pattern, each stage under `size_limit` bytes.
+fn build_ra(hir: &Hir, size_limit: usize) -> Result<dense::DFA<Vec<u32>>, DfaError> {
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .utf8(false)
+                .nfa_size_limit(Some(size_limit)),
+        )
+        .build_from_hir(hir)
+        .map_err(|e| build_error(&e, size_limit))?;
     dense::Builder::new()
         .configure(
             dense::Config::new()
@@ -252,29 +851,104 @@ fn build_ra(pattern: &str, size_limit: usize) -> Result<dense::DFA<Vec<u32>>, Df
                 .dfa_size_limit(Some(size_limit))
                 .determinize_size_limit(Some(size_limit)),
         )
-        .syntax(syntax::Config::new().utf8(false))
-        .thompson(
-            thompson::Config::new()
-                .utf8(false)
-                .nfa_size_limit(Some(size_limit)),
-        )
-        .build(pattern)
-        .map_err(|e| {
-            let mut msg = e.to_string();
-            let mut src = std::error::Error::source(&e);
-            while let Some(inner) = src {
-                msg.push_str(": ");
-                msg.push_str(&inner.to_string());
-                src = inner.source();
+        .build_from_nfa(&nfa)
+        .map_err(|e| build_error(&e, size_limit))
+}
+
+/// Maps an NFA or DFA construction error (the pattern already parsed) to a [`DfaError`].
+fn build_error(e: &dyn std::error::Error, size_limit: usize) -> DfaError {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        msg.push_str(": ");
+        msg.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    if msg.contains("exceeded") || msg.contains("limit") {
+        DfaError::TooBig { limit: size_limit }
+    } else {
+        DfaError::Unsupported(clean_regex_message(&msg))
+    }
+}
+
+/// Rewrites a pattern into an equivalent one (same language; we only ever ask whether the whole
+/// input matches, so greediness and capture groups do not matter) that determinizes cheaply:
+///
+/// * capture groups are dropped;
+/// * adjacent repetitions of the same expression are merged: `X{a,b} X{c,d}` is `X{a+c,b+d}`
+///   (a plain `X` counts as `X{1,1}`), so `\w+\w+\w+` becomes `\w{3,}`. Without this, every
+///   DFA state of `\w+` repeated n times holds O(n) NFA states and determinization is O(n²).
+///
+/// Recursion depth is bounded by the parser's nesting limit.
+fn simplify(hir: Hir) -> Hir {
+    match hir.into_kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(lit) => Hir::literal(lit.0),
+        HirKind::Class(c) => Hir::class(c),
+        HirKind::Look(l) => Hir::look(l),
+        HirKind::Capture(c) => simplify(*c.sub),
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            sub: Box::new(simplify(*r.sub)),
+            ..r
+        }),
+        HirKind::Alternation(subs) => Hir::alternation(subs.into_iter().map(simplify).collect()),
+        HirKind::Concat(subs) => {
+            // (expression, min, max) per item; max `None` is unbounded.
+            let mut out: Vec<(Hir, u32, Option<u32>)> = Vec::with_capacity(subs.len());
+            for sub in subs {
+                let (h, min, max) = match simplify(sub).into_kind() {
+                    HirKind::Repetition(r) => (*r.sub, r.min, r.max),
+                    kind => (rebuild(kind), 1, Some(1)),
+                };
+                if let Some((prev, pmin, pmax)) = out.last_mut() {
+                    if *prev == h {
+                        if let Some(m) = pmin.checked_add(min) {
+                            let merged_max = match (*pmax, max) {
+                                (Some(a), Some(b)) => a.checked_add(b).map(Some),
+                                _ => Some(None),
+                            };
+                            if let Some(mm) = merged_max {
+                                *pmin = m;
+                                *pmax = mm;
+                                continue;
+                            }
+                        }
+                    }
+                }
+                out.push((h, min, max));
             }
-            if msg.contains("exceeded") || msg.contains("limit") {
-                DfaError::TooBig { limit: size_limit }
-            } else if let Some(syn) = std::error::Error::source(&e) {
-                DfaError::Syntax(clean_regex_message(&syn.to_string()))
-            } else {
-                DfaError::Syntax(clean_regex_message(&msg))
-            }
-        })
+            Hir::concat(
+                out.into_iter()
+                    .map(|(h, min, max)| {
+                        if min == 1 && max == Some(1) {
+                            h
+                        } else {
+                            Hir::repetition(Repetition {
+                                min,
+                                max,
+                                greedy: true,
+                                sub: Box::new(h),
+                            })
+                        }
+                    })
+                    .collect(),
+            )
+        }
+    }
+}
+
+/// An HIR from its (already simplified) kind.
+fn rebuild(kind: HirKind) -> Hir {
+    match kind {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(lit) => Hir::literal(lit.0),
+        HirKind::Class(c) => Hir::class(c),
+        HirKind::Look(l) => Hir::look(l),
+        HirKind::Capture(c) => Hir::capture(c),
+        HirKind::Repetition(r) => Hir::repetition(r),
+        HirKind::Alternation(subs) => Hir::alternation(subs),
+        HirKind::Concat(subs) => Hir::concat(subs),
+    }
 }
 
 fn clean_regex_message(msg: &str) -> String {
@@ -603,5 +1277,276 @@ mod tests {
             let d = Dfa::from_regex(&escape_bytes(lit), LIMIT).unwrap();
             assert!(d.matches(lit));
         }
+    }
+
+    // --- Simplification and combination: differential checks against regex text -------------
+
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    /// Strings over `alphabet` of length at most `max_len`.
+    fn strings(alphabet: &[u8], max_len: usize) -> Vec<Vec<u8>> {
+        let mut out = vec![Vec::new()];
+        let mut layer = vec![Vec::new()];
+        for _ in 0..max_len {
+            let mut next = Vec::new();
+            for s in &layer {
+                for &b in alphabet {
+                    let mut t: Vec<u8> = s.clone();
+                    t.push(b);
+                    next.push(t);
+                }
+            }
+            out.extend(next.iter().cloned());
+            layer = next;
+        }
+        out
+    }
+
+    /// `a` and `b` agree on every string over `alphabet` up to `max_len`: same matches and the
+    /// same viable prefixes (both tables map non-viable prefixes to `DEAD`).
+    fn assert_same(a: &Dfa, b: &Dfa, alphabet: &[u8], max_len: usize, what: &str) {
+        for s in strings(alphabet, max_len) {
+            let (mut x, mut y) = (a.start(), b.start());
+            for (k, &byte) in s.iter().enumerate() {
+                assert_eq!(x == DEAD, y == DEAD, "{what}: viability of {:?}", &s[..k]);
+                if x == DEAD {
+                    break;
+                }
+                x = a.next(x, byte);
+                y = b.next(y, byte);
+            }
+            assert_eq!(a.matches(&s), b.matches(&s), "{what}: {s:?}");
+        }
+    }
+
+    /// A random small pattern over `a`, `b`, `é` with many adjacent repeated items.
+    fn random_pattern(rng: &mut SmallRng, depth: u32) -> String {
+        if depth == 0 || rng.gen_bool(0.3) {
+            return ["a", "b", "[ab]", "(a)", "é", "(?:a|bb)", "[^a]"][rng.gen_range(0..7)].into();
+        }
+        let sub = random_pattern(rng, depth - 1);
+        match rng.gen_range(0..6) {
+            0 => format!("(?:{sub})*"),
+            1 => format!("(?:{sub})+"),
+            2 => format!("(?:{sub})?"),
+            3 => {
+                let m = rng.gen_range(0..3);
+                match rng.gen_range(0..2) {
+                    0 => format!("(?:{sub}){{{m},}}"),
+                    _ => format!("(?:{sub}){{{m},{}}}", m + rng.gen_range(0..3)),
+                }
+            }
+            4 => {
+                // Adjacent copies of one item, in different spellings, bounded or not.
+                let other = random_pattern(rng, depth - 1);
+                match rng.gen_range(0..3) {
+                    0 => format!("{sub}(?:{sub})+{sub}?(?:{other})|{other}{other}*"),
+                    1 => format!("(?:{sub})?{sub}(?:{sub}){{0,2}}(?:{other}){{1,2}}{other}?"),
+                    _ => format!("(?:{sub}){{2}}(?:{sub}){{1,3}}|(?:{other})?(?:{other})?"),
+                }
+            }
+            _ => {
+                let other = random_pattern(rng, depth - 1);
+                format!("(?:{sub})(?:{other})")
+            }
+        }
+    }
+
+    #[test]
+    fn simplified_patterns_keep_their_language() {
+        let alphabet = [b'a', b'b', b'c', 0xC3, 0xA9];
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut patterns: Vec<String> = vec![
+            r"\w+\w+\w+".into(),
+            "a+a+a*a?a{2}a{1,3}".into(),
+            "(a)(a)+(?:a){2,}b".into(),
+            "a*a*".into(),
+            "a?a?a?".into(),
+            // Look-around keeps the pattern in one piece (segments would lose the context).
+            r"a*(?-u:\b)b*".into(),
+            r"(?-u:\B)a+(?-u:\b)b*c".into(),
+            "^a*b+$".into(),
+            "a{1,2}a{0,3}b?b{2}".into(),
+            "(?:ab)+(?:ab)+".into(),
+        ];
+        patterns.extend((0..300).map(|_| random_pattern(&mut rng, 3)));
+        let mut too_big = 0;
+        for p in &patterns {
+            let ours = match Dfa::from_regex(p, LIMIT) {
+                Ok(d) => d,
+                Err(DfaError::TooBig { .. }) => {
+                    too_big += 1;
+                    continue;
+                }
+                Err(e) => panic!("{p}: {e}"),
+            };
+            let reference = regex_automata::meta::Regex::new(&format!("^(?:{p})$")).unwrap();
+            for s in strings(&alphabet, 6) {
+                assert_eq!(ours.matches(&s), reference.is_match(&s), "{p} on {s:?}");
+            }
+        }
+        assert!(too_big < 10, "{too_big} patterns over the limit");
+        // `\w+` repeated is linear after merging: 2,000 copies build in a few thousand states.
+        let d = Dfa::from_regex(&"[a-z]+".repeat(2000), LIMIT).unwrap();
+        assert!(d.state_count() < 2100, "{}", d.state_count());
+        assert!(d.matches("x".repeat(2000).as_bytes()) && !d.matches("x".repeat(1999).as_bytes()));
+    }
+
+    #[test]
+    fn concat_and_union_agree_with_regex_text() {
+        let alphabet = [b'a', b'b', 0xC3, 0xA9];
+        let mut rng = SmallRng::seed_from_u64(11);
+        let lits: [&[u8]; 3] = [b"a", b"ab", "é".as_bytes()];
+        for round in 0..200 {
+            let n = rng.gen_range(1..=4);
+            let mut dfas = Vec::new();
+            let mut texts = Vec::new();
+            let mut is_lit = Vec::new();
+            for _ in 0..n {
+                if rng.gen_bool(0.3) {
+                    let l = lits[rng.gen_range(0..lits.len())];
+                    texts.push(escape_bytes(l));
+                    is_lit.push(Some(l));
+                    dfas.push(Dfa::empty());
+                } else {
+                    let p = random_pattern(&mut rng, 2);
+                    dfas.push(Dfa::from_regex(&p, LIMIT).unwrap());
+                    texts.push(p);
+                    is_lit.push(None);
+                }
+            }
+            let parts: Vec<Part<'_>> = (0..n)
+                .map(|i| match is_lit[i] {
+                    Some(l) => Part::Lit(l),
+                    None => Part::Dfa(&dfas[i]),
+                })
+                .collect();
+            let mut budget = CombineBudget {
+                size_limit: LIMIT,
+                steps: 1 << 24,
+            };
+            let cat = Dfa::concat(&parts, &mut budget).unwrap();
+            let cat_text: String = texts.iter().map(|t| format!("(?:{t})")).collect();
+            let expect = Dfa::from_regex(&cat_text, LIMIT).unwrap();
+            assert_same(&cat, &expect, &alphabet, 6, &format!("#{round} {cat_text}"));
+            // `from_regex` may itself combine segments: check against an independent matcher.
+            let reference = regex_automata::meta::Regex::new(&format!("^(?:{cat_text})$")).unwrap();
+            for s in strings(&alphabet, 6) {
+                assert_eq!(
+                    cat.matches(&s),
+                    reference.is_match(&s),
+                    "{cat_text} on {s:?}"
+                );
+            }
+            let uni = Dfa::union(&parts, &mut budget).unwrap();
+            let uni_text = texts.iter().map(|t| format!("(?:{t})")).collect::<Vec<_>>();
+            let expect = Dfa::from_regex(&uni_text.join("|"), LIMIT).unwrap();
+            assert_same(
+                &uni,
+                &expect,
+                &alphabet,
+                6,
+                &format!("#{round} {uni_text:?}"),
+            );
+        }
+        // Equal languages collapse: a union of two literals needs three states like the regex.
+        let mut budget = CombineBudget {
+            size_limit: LIMIT,
+            steps: 1 << 20,
+        };
+        let u = Dfa::union(&[Part::Lit(b"a"), Part::Lit(b"b")], &mut budget).unwrap();
+        assert_eq!(u.state_count(), 3);
+    }
+
+    #[test]
+    fn unanchored_counters_are_linear() {
+        // The shape of every unanchored schema pattern: `"X* P X*"` with P = `[a-z]+` × 3000.
+        // Determinized at once, each state holds O(n) NFA states (seconds); by segments, ms.
+        let x = r#"(?:[^"\\]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})"#;
+        let p = format!(r#""{x}*{}{x}*""#, "[a-z]+".repeat(3000));
+        let t0 = std::time::Instant::now();
+        let d = Dfa::from_regex(&p, LIMIT).unwrap();
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t0.elapsed()
+        );
+        let word = "q".repeat(3000);
+        for (s, ok) in [
+            (format!("\"{word}\""), true),
+            (format!("\"a\\n-{word}\\u00e9 \""), true),
+            (format!("\"{}\"", &word[1..]), false),
+            (format!("\"{} {}\"", &word[..1500], &word[..1500]), false),
+            (format!("\"\\x{word}\""), false),
+        ] {
+            assert_eq!(d.matches(s.as_bytes()), ok, "{}", &s[..20]);
+        }
+    }
+
+    #[test]
+    fn counters_split_across_pieces_combine_in_linear_steps() {
+        // `[a-z]{500,}` three times: without inclusion pruning every set would hold every count
+        // of the later pieces reached so far (~n²/2 pairs).
+        let piece = Dfa::from_regex("[a-z]{500,}", LIMIT).unwrap();
+        let parts = [Part::Dfa(&piece), Part::Dfa(&piece), Part::Dfa(&piece)];
+        let steps = 1u64 << 24;
+        let mut budget = CombineBudget {
+            size_limit: LIMIT,
+            steps,
+        };
+        let d = Dfa::concat(&parts, &mut budget).unwrap();
+        let used = steps - budget.steps;
+        assert!(used < 200_000, "{used} steps");
+        assert!(d.state_count() < 1600, "{}", d.state_count());
+        assert!(d.matches("q".repeat(1500).as_bytes()) && d.matches("q".repeat(4000).as_bytes()));
+        assert!(!d.matches("q".repeat(1499).as_bytes()));
+    }
+
+    #[test]
+    fn combine_budgets_are_enforced() {
+        // `[ab]*a` then 1,000 literal `a`s: each set holds every literal position reached.
+        let any_a = Dfa::from_regex("[ab]*a", LIMIT).unwrap();
+        let lit = vec![b'a'; 1000];
+        let parts = [Part::Dfa(&any_a), Part::Lit(&lit)];
+        let mut budget = CombineBudget {
+            size_limit: LIMIT,
+            steps: 100_000,
+        };
+        let t0 = std::time::Instant::now();
+        let r = Dfa::concat(&parts, &mut budget);
+        assert!(
+            matches!(r, Err(DfaError::TooSlow { steps: 100_000 })),
+            "{r:?}"
+        );
+        assert!(budget.steps < 1000);
+        let mut budget = CombineBudget {
+            size_limit: 1 << 16,
+            steps: u64::MAX,
+        };
+        let r = Dfa::concat(&parts, &mut budget);
+        assert!(matches!(r, Err(DfaError::TooBig { limit: 65536 })), "{r:?}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+        // A generous budget builds it.
+        let mut budget = CombineBudget {
+            size_limit: LIMIT,
+            steps: 1 << 30,
+        };
+        let d = Dfa::concat(&parts, &mut budget).unwrap();
+        let mut ok = b"b".to_vec();
+        ok.extend(std::iter::repeat_n(b'a', 1001));
+        assert!(d.matches(&ok) && !d.matches(&ok[..1001]));
+    }
+
+    #[test]
+    fn pattern_length_is_bounded_by_the_limit() {
+        let limit = 1 << 20;
+        let max = limit / PATTERN_BYTES_PER_LIMIT;
+        // A character class: long to write, tiny automaton.
+        let class = |len: usize| format!("[{}]", "a".repeat(len - 2));
+        assert!(Dfa::from_regex(&class(max), limit).is_ok());
+        let r = Dfa::from_regex(&class(max + 1), limit);
+        assert!(matches!(r, Err(DfaError::TooLong { .. })), "{r:?}");
+        assert!(r.unwrap_err().to_string().contains("dfa_size_limit"));
     }
 }

@@ -73,6 +73,17 @@ impl Bnf {
         id
     }
 
+    /// Adds a regex terminal that is not interned by its pattern (`description` is only for
+    /// debugging: merged terminals are built from automata, not from pattern text).
+    pub fn add_regex(&mut self, description: String, dfa: Dfa) -> u32 {
+        let id = self.regexes.len() as u32;
+        self.regexes.push(RegexTerm {
+            pattern: description,
+            dfa,
+        });
+        id
+    }
+
     pub fn symbol_count(&self) -> usize {
         self.rules
             .iter()

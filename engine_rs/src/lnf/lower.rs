@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap;
 
 use super::bnf::{Bnf, ExceptTerm, RegexTerm, Sym};
-use crate::dfa::{escape_bytes, Dfa, DfaError};
+use crate::dfa::{escape_bytes, Dfa, DfaError, PATTERN_BYTES_PER_LIMIT};
 use crate::error::{Diagnostic, ErrorKind, Span};
 use crate::grammar::CompileOptions;
 use crate::kbnf::ast::{Expr, ExprKind, GrammarAst};
@@ -387,5 +387,23 @@ pub(crate) fn dfa_diag(err: DfaError, span: Span, what: &str) -> Diagnostic {
         DfaError::Unsupported(m) => {
             Diagnostic::new(ErrorKind::Regex, span, format!("unsupported {what}: {m}"))
         }
+        DfaError::TooLong { len, max, limit } => Diagnostic::new(
+            ErrorKind::Limit,
+            span,
+            format!(
+                "{what} is {len} bytes long, over dfa_size_limit / {PATTERN_BYTES_PER_LIMIT} = \
+                 {max} bytes (dfa_size_limit = {limit}; parsing needs up to ~350 bytes per \
+                 pattern byte)"
+            ),
+        )
+        .hint("split the regex into several terminals or rules, or raise `dfa_size_limit`"),
+        DfaError::TooSlow { steps } => Diagnostic::new(
+            ErrorKind::Limit,
+            span,
+            format!(
+                "{what} needs more than {steps} construction steps (budget from dfa_size_limit)"
+            ),
+        )
+        .hint("simplify the regex or raise `dfa_size_limit`"),
     }
 }

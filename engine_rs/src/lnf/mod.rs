@@ -75,7 +75,7 @@ impl Lnf {
     }
 
     /// Flattens a normalized BNF, renumbering reachable nonterminals (start first).
-    pub fn from_bnf(bnf: Bnf, start_nullable: bool) -> Lnf {
+    pub fn from_bnf(mut bnf: Bnf, start_nullable: bool) -> Lnf {
         // Renumber nonterminals in BFS order from start.
         let mut id = vec![u32::MAX; bnf.rules.len()];
         let mut order = vec![bnf.start];
@@ -129,7 +129,9 @@ impl Lnf {
                         Sym::Regex(r) => {
                             if rx_map[r as usize] == u32::MAX {
                                 rx_map[r as usize] = lnf.dfas.len() as u32;
-                                lnf.dfas.push(bnf.regexes[r as usize].dfa.clone());
+                                // Moved, not cloned: each used DFA is taken once.
+                                let dfa = &mut bnf.regexes[r as usize].dfa;
+                                lnf.dfas.push(std::mem::replace(dfa, Dfa::empty()));
                             }
                             let d = rx_map[r as usize];
                             (LSym::Regex(d), lnf.dfas[d as usize].start())
@@ -137,12 +139,12 @@ impl Lnf {
                         Sym::Except(e) => {
                             if ex_map[e as usize] == u32::MAX {
                                 ex_map[e as usize] = lnf.excepts.len() as u32;
-                                let t = &bnf.excepts[e as usize];
+                                let t = &mut bnf.excepts[e as usize];
                                 lnf.excepts.push(ExceptInfo {
                                     dfa: lnf.dfas.len() as u32,
                                     max: t.max.unwrap_or(u32::MAX),
                                 });
-                                lnf.dfas.push(t.dfa.clone());
+                                lnf.dfas.push(std::mem::replace(&mut t.dfa, Dfa::empty()));
                             }
                             let x = ex_map[e as usize];
                             let d = lnf.excepts[x as usize].dfa;

@@ -5,7 +5,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::bnf::{Bnf, Sym};
-use crate::dfa::{escape_bytes, Dfa};
+use crate::dfa::{CombineBudget, Dfa, Part};
 use crate::error::{Diagnostic, ErrorKind, Span};
 use crate::grammar::CompileOptions;
 
@@ -18,8 +18,9 @@ pub fn normalize(bnf: &mut Bnf, opts: &CompileOptions) -> Result<bool, Diagnosti
     check_size(bnf, opts)?;
     // Lexical merging first: a run of adjacent terminals becomes one terminal, so the recognizer
     // does the work of a lexer inside one DFA instead of creating Earley items per piece.
+    let mut merger = Merger::new(opts);
     inline_single_terminals(bnf);
-    merge_terminal_runs(bnf, opts);
+    merge_terminal_runs(bnf, &mut merger);
     let start_nullable = eliminate_nullable(bnf);
     check_size(bnf, opts)?;
     remove_useless(bnf);
@@ -39,7 +40,7 @@ pub fn normalize(bnf: &mut Bnf, opts: &CompileOptions) -> Result<bool, Diagnosti
     // Inlining creates new literal runs and terminal alternations, so run the trio twice.
     for _ in 0..2 {
         merge_literal_runs(bnf);
-        merge_terminal_alternations(bnf, opts);
+        merge_terminal_alternations(bnf, &mut merger);
         inline_single_terminals(bnf);
         remove_useless(bnf);
     }
@@ -280,26 +281,22 @@ fn remove_unit_rules(bnf: &mut Bnf) {
 
 /// The single-terminal alternatives of a nonterminal (`A ::= 'x' | #"y" | ...`) become one regex
 /// terminal: one DFA instead of one Earley item per alternative.
-fn merge_terminal_alternations(bnf: &mut Bnf, opts: &CompileOptions) {
+fn merge_terminal_alternations(bnf: &mut Bnf, merger: &mut Merger) {
     for nt in 0..bnf.rules.len() {
         let single = |a: &Vec<Sym>| matches!(a.as_slice(), [Sym::Lit(_)] | [Sym::Regex(_)]);
         let count = bnf.rules[nt].iter().filter(|a| single(a)).count();
         if count < 2 {
             continue;
         }
-        let parts: Vec<String> = bnf.rules[nt]
+        let mut parts: Vec<Sym> = bnf.rules[nt]
             .iter()
             .filter(|a| single(a))
-            .map(|a| match a[0] {
-                Sym::Lit(l) => escape_bytes(&bnf.literals[l as usize]),
-                Sym::Regex(r) => format!("(?:{})", bnf.regexes[r as usize].pattern),
-                _ => unreachable!("filtered to single terminals"),
-            })
+            .map(|a| a[0])
             .collect();
-        let pattern = parts.join("|");
-        // A union too large for the DFA limit stays an alternation.
-        if let Ok(dfa) = Dfa::from_regex(&pattern, opts.dfa_size_limit) {
-            let id = bnf.intern_regex(pattern, dfa);
+        parts.sort_unstable();
+        parts.dedup();
+        // A union over the budget stays an alternation.
+        if let Some(id) = merger.merge(bnf, Combine::Union, parts) {
             let mut alts: Vec<Vec<Sym>> = std::mem::take(&mut bnf.rules[nt])
                 .into_iter()
                 .filter(|a| !single(a))
@@ -307,6 +304,88 @@ fn merge_terminal_alternations(bnf: &mut Bnf, opts: &CompileOptions) {
             alts.push(vec![Sym::Regex(id)]);
             bnf.rules[nt] = alts;
         }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Combine {
+    Concat,
+    Union,
+}
+
+/// Builds the DFAs of merged terminals from the terminals' own automata (never from regex text,
+/// whose size can be the product of a run's length and its pieces' sizes), under budgets: merging
+/// is an optimization, so a merge that would exceed `dfa_size_limit` or its construction steps is
+/// skipped and the terminals stay separate.
+///
+/// Invariants: each distinct merge is attempted once (`cache`, failures included); all merges of
+/// one normalization together take at most `steps_left` steps at the start (`GLOBAL_STEPS`
+/// times `dfa_size_limit`), one merge at most `dfa_size_limit` steps plus a multiple of the size
+/// of its parts (so that large literal unions such as long enums still merge).
+struct Merger {
+    cache: FxHashMap<(Combine, Vec<Sym>), Option<u32>>,
+    size_limit: usize,
+    steps_left: u64,
+}
+
+/// Steps for all merges of a grammar, in units of `dfa_size_limit`.
+const GLOBAL_STEPS: u64 = 8;
+
+impl Merger {
+    fn new(opts: &CompileOptions) -> Merger {
+        Merger {
+            cache: FxHashMap::default(),
+            size_limit: opts.dfa_size_limit,
+            steps_left: GLOBAL_STEPS.saturating_mul(opts.dfa_size_limit as u64),
+        }
+    }
+
+    /// The id of the regex terminal for the concatenation or union of `syms` (literals and
+    /// regexes), or `None` when it is over budget.
+    fn merge(&mut self, bnf: &mut Bnf, how: Combine, syms: Vec<Sym>) -> Option<u32> {
+        let key = (how, syms);
+        if let Some(&r) = self.cache.get(&key) {
+            return r;
+        }
+        let syms = &key.1;
+        let parts: Vec<Part<'_>> = syms
+            .iter()
+            .map(|&s| match s {
+                Sym::Lit(l) => Part::Lit(&bnf.literals[l as usize]),
+                Sym::Regex(r) => Part::Dfa(&bnf.regexes[r as usize].dfa),
+                Sym::Nt(_) | Sym::Except(_) => unreachable!("only literals and regexes merge"),
+            })
+            .collect();
+        let mut seen = FxHashSet::default();
+        let parts_size: u64 = syms
+            .iter()
+            .filter(|s| seen.insert(**s))
+            .map(|&s| match s {
+                Sym::Lit(l) => bnf.literals[l as usize].len() as u64,
+                Sym::Regex(r) => bnf.regexes[r as usize].dfa.memory_usage() as u64,
+                _ => 0,
+            })
+            .sum();
+        let allowed = (self.size_limit as u64).saturating_add(parts_size.saturating_mul(16));
+        let mut budget = CombineBudget {
+            size_limit: self.size_limit,
+            steps: allowed.min(self.steps_left),
+        };
+        let before = budget.steps;
+        let built = match how {
+            Combine::Concat => Dfa::concat(&parts, &mut budget),
+            Combine::Union => Dfa::union(&parts, &mut budget),
+        };
+        self.steps_left -= before - budget.steps;
+        let result = built.ok().map(|dfa| {
+            let what = match how {
+                Combine::Concat => "concatenation",
+                Combine::Union => "union",
+            };
+            bnf.add_regex(format!("<{what} of {} terminals>", syms.len()), dfa)
+        });
+        self.cache.insert(key, result);
+        result
     }
 }
 
@@ -341,14 +420,8 @@ fn inline_single_terminals(bnf: &mut Bnf) {
 /// Replaces each run of two or more adjacent literal/regex terminals containing a regex by one regex
 /// terminal for their concatenation. Runs before nullable elimination, so nullable pieces keep their
 /// full (possibly empty) meaning inside the concatenation.
-fn merge_terminal_runs(bnf: &mut Bnf, opts: &CompileOptions) {
-    let piece = |bnf: &Bnf, s: Sym| -> Option<String> {
-        match s {
-            Sym::Lit(l) => Some(escape_bytes(&bnf.literals[l as usize])),
-            Sym::Regex(r) => Some(format!("(?:{})", bnf.regexes[r as usize].pattern)),
-            _ => None,
-        }
-    };
+fn merge_terminal_runs(bnf: &mut Bnf, merger: &mut Merger) {
+    let piece = |s: &Sym| matches!(s, Sym::Lit(_) | Sym::Regex(_));
     for nt in 0..bnf.rules.len() {
         for a in 0..bnf.rules[nt].len() {
             let alt = bnf.rules[nt][a].clone();
@@ -356,16 +429,15 @@ fn merge_terminal_runs(bnf: &mut Bnf, opts: &CompileOptions) {
             let mut i = 0;
             while i < alt.len() {
                 let mut j = i;
-                while j < alt.len() && piece(bnf, alt[j]).is_some() {
+                while j < alt.len() && piece(&alt[j]) {
                     j += 1;
                 }
                 let run = &alt[i..j];
                 let has_regex = run.iter().any(|s| matches!(s, Sym::Regex(_)));
                 if run.len() >= 2 && has_regex {
-                    let pattern: String = run.iter().filter_map(|&s| piece(bnf, s)).collect();
-                    match Dfa::from_regex(&pattern, opts.dfa_size_limit) {
-                        Ok(dfa) => out.push(Sym::Regex(bnf.intern_regex(pattern, dfa))),
-                        Err(_) => out.extend_from_slice(run),
+                    match merger.merge(bnf, Combine::Concat, run.to_vec()) {
+                        Some(id) => out.push(Sym::Regex(id)),
+                        None => out.extend_from_slice(run),
                     }
                     i = j;
                 } else if j > i {
