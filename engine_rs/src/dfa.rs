@@ -670,7 +670,7 @@ impl Combiner<'_> {
     fn classes(&self) -> ([u8; 256], Vec<u8>) {
         let mut cls = [0u16; 256];
         let mut lit_bytes = ByteSet::EMPTY;
-        let mut seen: Vec<*const Dfa> = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<*const Dfa> = Default::default();
         let refine = |cls: &mut [u16; 256], part_class: &dyn Fn(u8) -> u16| {
             let mut map: FxHashMap<(u16, u16), u16> = FxHashMap::default();
             for b in 0..=255u8 {
@@ -681,9 +681,8 @@ impl Combiner<'_> {
         for p in self.parts {
             match p {
                 Part::Dfa(d) => {
-                    let ptr = *d as *const Dfa;
-                    if !seen.contains(&ptr) {
-                        seen.push(ptr);
+                    // Parts often repeat one DFA (a run of the same terminal): refine once.
+                    if seen.insert(*d as *const Dfa) {
                         refine(&mut cls, &|b| d.classes[b as usize] as u16);
                     }
                 }
