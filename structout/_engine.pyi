@@ -174,6 +174,9 @@ class CompiledGrammar:
         """EOS token ids of the vocabulary."""
     def lnf(self) -> str:
         """The normalized grammar (LNF), printed."""
+    def mask_cache_stats(self) -> dict[str, int]:
+        """This grammar's mask cache: ``hits``, ``misses``, ``entries``, ``bytes`` (keys and
+        masks held, never more than ``limit``) and ``limit`` (``mask_cache_bytes``)."""
 
 @final
 class Matcher:
@@ -229,6 +232,7 @@ def compile_kbnf(
     max_items_per_set: int | None = None,
     max_total_items: int | None = None,
     max_work_per_byte: int | None = None,
+    mask_cache_bytes: int | None = None,
 ) -> CompiledGrammar:
     """Compiles KBNF text for ``vocab`` (a :class:`Vocabulary` or ``structout.Vocabulary``)
     through the engine's cache (keyed by text, options and vocabulary fingerprint).

@@ -23,8 +23,11 @@ ENGINE_LIMITS = frozenset(
         "max_items_per_set",
         "max_total_items",
         "max_work_per_byte",
+        "mask_cache_bytes",
     }
 )
+#: Limits for which 0 is meaningful (it turns the bounded thing off).
+_MAY_BE_ZERO = frozenset({"mask_cache_bytes"})
 #: Limits the JSON Schema translator takes (keyword names of ``structout.schema.to_kbnf``).
 TRANSLATOR_LIMITS = frozenset(
     {"max_schema_depth", "max_subschemas", "max_pattern_length", "max_whitespace", "max_nesting"}
@@ -52,16 +55,18 @@ class Limits:
     max_items_per_set: int | None = None
     max_total_items: int | None = None
     max_work_per_byte: int | None = None
+    # engine: memory per compiled grammar (0 disables the mask cache)
+    mask_cache_bytes: int | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            least = 0 if f.name in _MAY_BE_ZERO else 1
             if value is not None and (
-                not isinstance(value, int) or isinstance(value, bool) or value < 1
+                not isinstance(value, int) or isinstance(value, bool) or value < least
             ):
-                raise ValueError(
-                    f"Limits.{f.name} must be a positive integer or None, not {value!r}"
-                )
+                kind = "a non-negative" if least == 0 else "a positive"
+                raise ValueError(f"Limits.{f.name} must be {kind} integer or None, not {value!r}")
 
     def translator_options(self) -> dict[str, int]:
         """The translator limits that are set, as ``to_kbnf`` keyword arguments."""

@@ -36,8 +36,8 @@ def compile_kbnf(text: str, vocab: Any, *, start: str = "start", **limits: Any) 
     """Compile KBNF ``text`` for ``vocab`` (cached by text, options and vocabulary fingerprint).
 
     ``limits`` are the engine limits: ``dfa_size_limit``, ``max_repetition``,
-    ``max_grammar_symbols``, ``max_items_per_set``, ``max_total_items``, ``max_work_per_byte``.
-    Raises :class:`structout.errors.GrammarError` (with line:col) or ``LimitExceededError``.
+    ``max_grammar_symbols``, ``max_items_per_set``, ``max_total_items``, ``max_work_per_byte``,
+    ``mask_cache_bytes``. Raises :class:`structout.errors.GrammarError` (with line:col) or ``LimitExceededError``.
     """
     if not isinstance(text, str):
         raise TypeError(f"grammar text must be str, not {type(text).__name__}")

@@ -35,6 +35,12 @@ def test_limits_reject_non_positive_integers(bad: Any) -> None:
         Limits(max_schema_depth=bad)
 
 
+def test_mask_cache_bytes_may_be_zero_but_not_negative() -> None:
+    assert Limits(mask_cache_bytes=0).engine_options() == {"mask_cache_bytes": 0}
+    with pytest.raises(ValueError, match="mask_cache_bytes"):
+        Limits(mask_cache_bytes=-1)
+
+
 def test_limits_split_into_translator_and_engine_options() -> None:
     lim = Limits(max_schema_depth=5, dfa_size_limit=1 << 20, max_items_per_set=100)
     assert lim.translator_options() == {"max_schema_depth": 5}
@@ -58,6 +64,36 @@ def test_compile_json_schema_applies_engine_limits() -> None:
     assert so.compile_json_schema(PATTERN, vocab) is not None
     with pytest.raises(LimitExceededError, match="dfa_size_limit"):
         so.compile_json_schema(PATTERN, vocab, dfa_size_limit=64)
+
+
+def _masks(compiled: Any, text: bytes) -> tuple[list[list[int]], list[dict[str, int]]]:
+    """The mask before each byte of ``text`` (fed one byte per token) and the cache stats."""
+    m = compiled.matcher()
+    masks, stats = [], []
+    for k in range(len(text) + 1):
+        if k:
+            assert m.accept_token(text[k - 1] - 31)  # token id of a printable byte
+        bm = so.allocate_token_bitmask(1, compiled.vocab_size)
+        m.fill_next_token_bitmask(bm)
+        masks.append(bm[0].tolist())
+        stats.append(compiled.mask_cache_stats())
+    return masks, stats
+
+
+@pytest.mark.parametrize("limit", [0, 40, 1000])
+def test_mask_cache_bytes_bounds_the_mask_cache_and_keeps_masks_exact(limit: int) -> None:
+    schema = {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}
+    doc = json.dumps([[1, 2], [3, 4], [5], [6, 7, 8], [9, 10]]).encode()
+    reference, ref_stats = _masks(so.compile_json_schema(schema, _vocab()), doc)
+    assert ref_stats[-1]["limit"] == 64 << 20 and ref_stats[-1]["hits"] > 0
+    got, stats = _masks(
+        so.compile_json_schema(schema, _vocab(), **Limits(mask_cache_bytes=limit).engine_options()),
+        doc,
+    )
+    assert got == reference
+    assert all(s["bytes"] <= limit == s["limit"] for s in stats), stats
+    if limit == 0:
+        assert all(s["entries"] == 0 for s in stats)
 
 
 def test_compile_type_applies_limits() -> None:

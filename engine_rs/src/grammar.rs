@@ -22,6 +22,9 @@ pub struct CompileOptions {
     /// Completion steps allowed while reading one byte (bounds time per byte on highly
     /// ambiguous grammars, whose work per byte can grow with the input length).
     pub max_work_per_byte: usize,
+    /// Bytes of token masks cached per compiled grammar (keys plus masks; 0 disables the
+    /// cache). When full, the cache starts over, so it never holds more than this.
+    pub mask_cache_bytes: usize,
 }
 
 impl Default for CompileOptions {
@@ -34,6 +37,7 @@ impl Default for CompileOptions {
             max_items_per_set: 1 << 16,
             max_total_items: 1 << 27,
             max_work_per_byte: 1 << 18,
+            mask_cache_bytes: 64 << 20,
         }
     }
 }

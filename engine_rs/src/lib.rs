@@ -20,7 +20,7 @@ pub use dfa::ByteSet;
 pub use earley::{Recognizer, ScanItem};
 pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
 pub use grammar::{CompileOptions, Grammar};
-pub use mask::{CompiledGrammar, Matcher};
+pub use mask::{CompiledGrammar, MaskCacheStats, Matcher};
 
 /// Grammars shipped with the engine, by name.
 pub fn builtin_grammar(name: &str) -> Option<&'static str> {

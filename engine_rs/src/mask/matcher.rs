@@ -678,6 +678,50 @@ mod tests {
     }
 
     #[test]
+    fn mask_cache_stays_within_its_limit_and_masks_stay_exact() {
+        let json = crate::builtin_grammar("json").unwrap();
+        let input = br#"[{"a": [1, 2, [3]], "b": {"a": [true, [false]]}}, [[1], [2]], "ab"]"#;
+        let masks = |mask_cache_bytes: usize| {
+            let opts = CompileOptions {
+                mask_cache_bytes,
+                ..CompileOptions::default()
+            };
+            let g = Arc::new(Grammar::compile(json, &opts).unwrap());
+            let cg = Arc::new(CompiledGrammar::new(g, vocab()));
+            let mut m = cg.matcher();
+            let mut all = Vec::new();
+            let mut peak = 0;
+            for k in 0..=input.len() {
+                if k > 0 {
+                    assert!(m.accept_bytes(&input[k - 1..k]).unwrap());
+                }
+                let mut out = vec![0u32; cg.mask_words()];
+                m.fill_next_token_bitmask(&mut out).unwrap();
+                all.push(out);
+                let s = cg.mask_cache_stats();
+                assert!(s.bytes <= mask_cache_bytes, "{s:?} over {mask_cache_bytes}");
+                peak = peak.max(s.entries);
+            }
+            (all, peak, cg.mask_cache_stats())
+        };
+        let (reference, peak, stats) = masks(64 << 20);
+        assert!(
+            peak > 4 && stats.hits > 0,
+            "{stats:?}: the input must exercise the cache"
+        );
+        // Every entry holds a mask and a key of at least one word.
+        let entry = (reference[0].len() + 1) * 4;
+        for limit in [0, entry, 3 * entry + 7] {
+            let (got, peak, _) = masks(limit);
+            assert_eq!(got, reference, "mask_cache_bytes = {limit}");
+            assert!(
+                peak <= limit / entry.max(1) + 1,
+                "{peak} entries under {limit} bytes"
+            );
+        }
+    }
+
+    #[test]
     fn rollback_and_fork_match_replay() {
         let g = Arc::new(
             Grammar::compile(

@@ -34,8 +34,17 @@ pub struct CompiledGrammar {
     mask_cache: Mutex<MaskCache>,
 }
 
-/// Bytes of cached masks kept per compiled grammar.
-pub const MASK_CACHE_BYTES: usize = 64 << 20;
+/// Counters and size of one compiled grammar's mask cache (see
+/// [`crate::CompileOptions::mask_cache_bytes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MaskCacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub entries: usize,
+    /// Bytes of keys and masks held; never more than `mask_cache_bytes`.
+    pub bytes: usize,
+}
+
 /// Longest state key worth caching (deeper parse stacks are recomputed).
 pub const MASK_CACHE_MAX_KEY: usize = 4096;
 
@@ -128,7 +137,11 @@ impl CompiledGrammar {
     fn store_mask(&self, key: &[u32], mask: &[u32]) {
         let mut c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
         let size = (key.len() + mask.len()) * 4;
-        if c.bytes + size > MASK_CACHE_BYTES {
+        let limit = self.grammar.options().mask_cache_bytes;
+        if size > limit {
+            return;
+        }
+        if c.bytes + size > limit {
             // Simple bound: start over rather than track recency on the hot path.
             c.map.clear();
             c.bytes = 0;
@@ -138,10 +151,15 @@ impl CompiledGrammar {
         }
     }
 
-    /// (hits, misses, entries) of the mask cache.
-    pub fn mask_cache_stats(&self) -> (u64, u64, usize) {
+    /// Counters and current size of this grammar's mask cache.
+    pub fn mask_cache_stats(&self) -> MaskCacheStats {
         let c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
-        (c.hits, c.misses, c.map.len())
+        MaskCacheStats {
+            hits: c.hits,
+            misses: c.misses,
+            entries: c.map.len(),
+            bytes: c.bytes,
+        }
     }
 
     /// Whether a scanned regex terminal is in a slice-stable state.

@@ -44,6 +44,7 @@ pub(crate) fn options(
         max_items_per_set: max_items_per_set.unwrap_or(d.max_items_per_set),
         max_total_items: max_total_items.unwrap_or(d.max_total_items),
         max_work_per_byte: max_work_per_byte.unwrap_or(d.max_work_per_byte),
+        mask_cache_bytes: d.mask_cache_bytes,
     }
 }
 

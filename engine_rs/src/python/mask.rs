@@ -51,6 +51,19 @@ impl PyCompiledGrammar {
         self.inner.grammar().lnf_debug()
     }
 
+    /// Counters and size of this grammar's mask cache: hits, misses, entries, bytes and the
+    /// `mask_cache_bytes` limit it was compiled with.
+    fn mask_cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.inner.mask_cache_stats();
+        let d = PyDict::new(py);
+        d.set_item("hits", s.hits)?;
+        d.set_item("misses", s.misses)?;
+        d.set_item("entries", s.entries)?;
+        d.set_item("bytes", s.bytes)?;
+        d.set_item("limit", self.inner.grammar().options().mask_cache_bytes)?;
+        Ok(d)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<structout._engine.CompiledGrammar vocab_size={} nonterminals={}>",
@@ -327,7 +340,8 @@ fn fill_next_token_bitmasks(
 /// Compiles KBNF text for a vocabulary, through the engine's cache.
 #[pyfunction]
 #[pyo3(signature = (text, vocab, start="start", *, dfa_size_limit=None, max_repetition=None,
-    max_grammar_symbols=None, max_items_per_set=None, max_total_items=None, max_work_per_byte=None))]
+    max_grammar_symbols=None, max_items_per_set=None, max_total_items=None, max_work_per_byte=None,
+    mask_cache_bytes=None))]
 #[allow(clippy::too_many_arguments)]
 fn compile_kbnf(
     py: Python<'_>,
@@ -340,9 +354,10 @@ fn compile_kbnf(
     max_items_per_set: Option<usize>,
     max_total_items: Option<usize>,
     max_work_per_byte: Option<usize>,
+    mask_cache_bytes: Option<usize>,
 ) -> PyResult<PyCompiledGrammar> {
     let vocab = extract_vocab(vocab)?;
-    let opts = options(
+    let mut opts = options(
         start,
         dfa_size_limit,
         max_repetition,
@@ -351,6 +366,9 @@ fn compile_kbnf(
         max_total_items,
         max_work_per_byte,
     );
+    if let Some(bytes) = mask_cache_bytes {
+        opts.mask_cache_bytes = bytes;
+    }
     guard(py, || {
         let text = text.to_owned();
         py.allow_threads(move || cache::compile(&text, &opts, &vocab))
