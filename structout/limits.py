@@ -30,7 +30,14 @@ ENGINE_LIMITS = frozenset(
 _MAY_BE_ZERO = frozenset({"mask_cache_bytes"})
 #: Limits the JSON Schema translator takes (keyword names of ``structout.schema.to_kbnf``).
 TRANSLATOR_LIMITS = frozenset(
-    {"max_schema_depth", "max_subschemas", "max_pattern_length", "max_whitespace", "max_nesting"}
+    {
+        "max_schema_depth",
+        "max_subschemas",
+        "max_pattern_length",
+        "max_schema_work",
+        "max_whitespace",
+        "max_nesting",
+    }
 )
 
 
@@ -45,6 +52,7 @@ class Limits:
     max_schema_depth: int | None = None
     max_subschemas: int | None = None
     max_pattern_length: int | None = None
+    max_schema_work: int | None = None
     max_whitespace: int | None = None
     max_nesting: int | None = None
     # engine: compiling

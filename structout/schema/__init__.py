@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from . import _compile as cp
 from ._emit import Emitter, Layout
-from ._ir import Node, Unsupported
+from ._ir import MAX_WORK, Node, Unsupported
 
 __all__ = [
     "SchemaApproximationWarning",
@@ -35,6 +35,7 @@ DEFAULT_MAX_NESTING = 32
 DEFAULT_MAX_SCHEMA_DEPTH = 256
 DEFAULT_MAX_SUBSCHEMAS = 100_000
 DEFAULT_MAX_PATTERN_LENGTH = 16_384
+DEFAULT_MAX_SCHEMA_WORK = MAX_WORK
 RECURSION_LIMIT = 12_000
 
 
@@ -213,6 +214,7 @@ def translate(
     max_schema_depth: int = DEFAULT_MAX_SCHEMA_DEPTH,
     max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
     max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
+    max_schema_work: int = DEFAULT_MAX_SCHEMA_WORK,
 ) -> SchemaTranslation:
     """Translate and return a :class:`SchemaTranslation` (see :func:`to_kbnf` for options)."""
     if indent is not None and (not isinstance(indent, int) or indent < 0):
@@ -223,6 +225,7 @@ def translate(
         ("max_schema_depth", max_schema_depth),
         ("max_subschemas", max_subschemas),
         ("max_pattern_length", max_pattern_length),
+        ("max_schema_work", max_schema_work),
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -244,6 +247,7 @@ def translate(
         max_depth=max_schema_depth,
         warn=warn,
         max_pattern_length=max_pattern_length,
+        max_work=max_schema_work,
     )
 
     def subset_warn(message: str, keyword: str, pointer: str) -> None:
@@ -314,6 +318,7 @@ def to_kbnf(
     max_schema_depth: int = DEFAULT_MAX_SCHEMA_DEPTH,
     max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
     max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
+    max_schema_work: int = DEFAULT_MAX_SCHEMA_WORK,
 ) -> str:
     """KBNF (start rule ``start``) accepting exactly the valid documents in the chosen layout.
 
@@ -330,6 +335,8 @@ def to_kbnf(
         max_schema_depth, max_subschemas: bounds on the work (LimitExceededError beyond).
         max_pattern_length: longest ``pattern`` / ``patternProperties`` regex, in characters
             (LimitExceededError beyond; see docs/limits.md).
+        max_schema_work: steps of combining subschemas (``allOf``/``anyOf``/``oneOf``
+            intersections and unions) before the schema counts as too complex.
 
     Raises:
         SchemaError: the schema is invalid (bad keyword values, unresolvable ``$ref``).
@@ -348,6 +355,7 @@ def to_kbnf(
         max_schema_depth=max_schema_depth,
         max_subschemas=max_subschemas,
         max_pattern_length=max_pattern_length,
+        max_schema_work=max_schema_work,
     ).kbnf
 
 
@@ -367,6 +375,7 @@ def canonical_schema_key(schema_or_type: Any, **options: Any) -> str:
         "max_schema_depth": DEFAULT_MAX_SCHEMA_DEPTH,
         "max_subschemas": DEFAULT_MAX_SUBSCHEMAS,
         "max_pattern_length": DEFAULT_MAX_PATTERN_LENGTH,
+        "max_schema_work": DEFAULT_MAX_SCHEMA_WORK,
     }
     opts = dict(defaults)
     opts.update(options)
@@ -438,4 +447,4 @@ def canonical_json(value: Any) -> str:
 
 
 # Bump when the emitted grammar for an unchanged schema changes (invalidates caches).
-_TRANSLATOR_REVISION = 2
+_TRANSLATOR_REVISION = 3

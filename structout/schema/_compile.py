@@ -24,7 +24,7 @@ from . import _ir
 from . import _numbers as nm
 from . import _regex as rx
 from . import _strlang as sl
-from ._ir import Algebra, Node, Unsupported
+from ._ir import MAX_WORK, Algebra, Node, Unsupported
 
 DEFAULT_BASE = "urn:structout:root"
 
@@ -395,12 +395,13 @@ class Compiler:
         max_depth: int = 256,
         warn: Any = None,
         max_pattern_length: int = 16_384,
+        max_work: int = MAX_WORK,
     ) -> None:
         self.reg = registry
         self.lenient = lenient
         self.max_depth = max_depth
         self.max_pattern_length = max_pattern_length
-        self.alg = Algebra(self._resolve_key)
+        self.alg = Algebra(self._resolve_key, max_work=max_work)
         self.cache: dict[tuple[str, bool, Scope], Node] = {}
         self._scopes: list[Scope] = []
         self.depth = 0

@@ -68,16 +68,25 @@ class Unsupported(Exception):
         self.keyword = keyword
 
 
+#: Default budget of union/intersection steps per translation (see ``Algebra.work``).
+MAX_WORK = 500_000
+
+
 class Algebra:
     def __init__(
         self,
         resolver: Callable[[Any], Node],
         max_nodes: int = 400_000,
         max_alternatives: int = 512,
+        max_work: int = MAX_WORK,
     ) -> None:
         self._table: dict[tuple[str, tuple[Any, ...]], Node] = {}
         self.resolver = resolver
         self.max_nodes = max_nodes
+        self.max_work = max_work
+        # Steps of union/intersection work done so far: bounds the time, as memoized
+        # intersections of many overlapping branches can take long without creating nodes.
+        self.work = 0
         self.max_alternatives = max_alternatives
         self.ANY = self.mk("any")
         self.NEVER = self.mk("never")
@@ -238,6 +247,16 @@ class Algebra:
 
     # --- union ---
 
+    def _spend(self, steps: int) -> None:
+        self.work += steps
+        if self.work > self.max_work:
+            err = LimitExceededError(
+                f"schema too complex: more than {self.max_work} steps combining subschemas "
+                "(max_schema_work; raise it, e.g. to_kbnf(schema, max_schema_work=...))"
+            )
+            err.limit = "max_schema_work"  # type: ignore[attr-defined]
+            raise err
+
     def or_(self, *items: Node) -> Node:
         alts: list[Node] = []
         seen: set[Node] = set()  # nodes are interned: hashing is O(1), equality is identity
@@ -286,6 +305,7 @@ class Algebra:
             if full in merged:
                 merged = [m for m in merged if m.kind != k or m is full or _carries_annotations(m)]
         objs = [m for m in merged if m.kind == "obj"]
+        self._spend(len(alts) + (len(objs) ** 2 if 2 < len(objs) <= 64 else 0))
         if 2 < len(objs) <= 64:
             drop = set()
             for i, a in enumerate(objs):
@@ -343,6 +363,7 @@ class Algebra:
         got = self._and_memo.get(key)
         if got is not None:
             return got
+        self._spend(1)
         if a.kind == "ref" or b.kind == "ref":
             res = self.ref(("and", a, b))
         elif a.kind == "union" or b.kind == "union":
