@@ -10,6 +10,7 @@
 //! * transitions are `trans[s * stride + classes[byte]]`, one contiguous buffer.
 
 use std::collections::VecDeque;
+use std::hash::Hasher;
 
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
@@ -285,18 +286,7 @@ impl Dfa {
         }
         let (ra_cls, _) = ra_classes(&ra);
         // Product classes: bytes equivalent for both the X-automaton and the UTF-8 validator.
-        let mut key_to_class: FxHashMap<(u8, u8), u8> = FxHashMap::default();
-        let mut classes = [0u8; 256];
-        let mut reps = Vec::new();
-        for b in 0..=255u8 {
-            let key = (ra_cls[b as usize], utf8::class(b));
-            let next = key_to_class.len() as u8;
-            let c = *key_to_class.entry(key).or_insert_with(|| {
-                reps.push(b);
-                next
-            });
-            classes[b as usize] = c;
-        }
+        let (classes, reps) = product_classes(|b| (ra_cls[b as usize], utf8::class(b) as u32));
         let table = explore(
             (start, utf8::BOUNDARY),
             &reps,
@@ -318,6 +308,41 @@ impl Dfa {
             size_limit,
         )?;
         Ok(table.finish(classes))
+    }
+
+    /// The strings of `e` with between `min` and `max` characters, counted as `count` says: the
+    /// product of `e`, a small character-boundary automaton ([`chars`]) and a counter `0..=max`
+    /// (a count over `max` is dead). Counts only grow along a string, so pruning at `max` is exact.
+    pub fn count_chars(
+        e: &Dfa,
+        count: CharCount,
+        min: u32,
+        max: u32,
+        size_limit: usize,
+    ) -> Result<Dfa, DfaError> {
+        if e.start == DEAD || min > max {
+            return Ok(Dfa::empty());
+        }
+        let table = chars::Table::new(count);
+        // Product classes: bytes equivalent for `e` and in every character-automaton state.
+        let (classes, reps) = product_classes(|b| (e.classes[b as usize], table.class(b)));
+        let explored = explore(
+            (e.start, chars::START, 0u32),
+            &reps,
+            |&(s, c, n), b| {
+                let t = e.next(s, b);
+                if t == DEAD {
+                    return Ok(None);
+                }
+                let (c2, inc) = table.step(c, b);
+                let n2 = n.checked_add(u32::from(inc)).filter(|&n2| n2 <= max);
+                Ok(n2.map(|n2| (t, c2, n2)))
+            },
+            |&(s, _, n)| e.is_accept(s) && n >= min,
+            size_limit,
+        )?;
+        let (explored, classes) = explored.merge_equal_classes(classes);
+        Ok(explored.finish(classes))
     }
 
     /// The DFA of the concatenation of `parts` (with no parts: the empty language).
@@ -989,6 +1014,74 @@ struct Explored {
     reps: Vec<u8>,
 }
 
+/// Byte classes of a product automaton: bytes with equal `key` (their classes in each factor)
+/// share a class. Returns the classes and one representative byte per class.
+fn product_classes(key: impl Fn(u8) -> (u8, u32)) -> ([u8; 256], Vec<u8>) {
+    let mut key_to_class: FxHashMap<(u8, u32), u8> = FxHashMap::default();
+    let mut classes = [0u8; 256];
+    let mut reps = Vec::new();
+    for b in 0..=255u8 {
+        let next = key_to_class.len() as u8;
+        let c = *key_to_class.entry(key(b)).or_insert_with(|| {
+            reps.push(b);
+            next
+        });
+        classes[b as usize] = c;
+    }
+    (classes, reps)
+}
+
+impl Explored {
+    /// Merges byte classes whose transitions agree in every state (a product's classes may
+    /// distinguish bytes that no reachable state does), narrowing the table.
+    fn merge_equal_classes(self, classes: [u8; 256]) -> (Explored, [u8; 256]) {
+        let n = self.accept.len();
+        let (trans_in, stride_in) = (&self.trans, self.stride);
+        let column = |c: usize| (0..n).map(move |s| trans_in[s * stride_in + c]);
+        // Columns are compared in full only when their hashes agree: linear in the table.
+        let hash: Vec<u64> = (0..self.stride)
+            .map(|c| {
+                let mut h = rustc_hash::FxHasher::default();
+                column(c).for_each(|t| h.write_u32(t));
+                h.finish()
+            })
+            .collect();
+        let mut kept: Vec<usize> = Vec::new();
+        let mut map = vec![0u8; self.stride];
+        for c in 0..self.stride {
+            match kept
+                .iter()
+                .position(|&k| hash[k] == hash[c] && column(k).eq(column(c)))
+            {
+                Some(i) => map[c] = i as u8,
+                None => {
+                    map[c] = kept.len() as u8;
+                    kept.push(c);
+                }
+            }
+        }
+        if kept.len() == self.stride {
+            return (self, classes);
+        }
+        let stride = kept.len();
+        let mut trans = Vec::with_capacity(n * stride);
+        for s in 0..n {
+            trans.extend(kept.iter().map(|&c| self.trans[s * self.stride + c]));
+        }
+        let reps = kept.iter().map(|&c| self.reps[c]).collect();
+        let classes = classes.map(|c| map[c as usize]);
+        (
+            Explored {
+                stride,
+                trans,
+                accept: self.accept,
+                reps,
+            },
+            classes,
+        )
+    }
+}
+
 fn explore<K, N, A>(
     start: K,
     reps: &[u8],
@@ -1147,6 +1240,143 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
                 }
             }
             out
+        }
+    }
+}
+
+/// How [`Dfa::count_chars`] counts characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CharCount {
+    /// UTF-8 code points, each counted at its lead byte (every byte outside `0x80..=0xBF`).
+    Utf8,
+    /// Code points of the decoded body of a JSON string literal: an escape counts one at its last
+    /// byte, and a `\uDC00`-`\uDFFF` escape right after a `\uD800`-`\uDBFF` escape counts zero
+    /// (the pair is one code point).
+    JsonBody,
+}
+
+/// The character-boundary automata of [`Dfa::count_chars`]: a step reads one byte and says how
+/// many characters it completes (0 or 1).
+mod chars {
+    use super::CharCount;
+
+    /// The initial state (for JSON: outside any escape, no high surrogate just before).
+    pub const START: u8 = 0;
+
+    // JSON body states. `HIGH` means: the previous character was a high-surrogate escape.
+    const NORMAL: u8 = 0;
+    const HIGH: u8 = 1;
+    /// After `\`; `+1` when a high surrogate preceded.
+    const BACKSLASH: u8 = 2;
+    /// After `\u` and `k` hex digits: `U_BASE + 2 * (k + 4 * kind) + high`, where `kind` is what
+    /// the digits so far say about the code unit.
+    const U_BASE: u8 = 4;
+    const KIND_UNKNOWN: u8 = 0; // no digit yet
+    const KIND_D: u8 = 1; // first digit `d`/`D`
+    const KIND_HIGH: u8 = 2; // `D8`-`DB`
+    const KIND_LOW: u8 = 3; // `DC`-`DF`
+    const KIND_OTHER: u8 = 4; // any other code unit
+    pub const STATES: usize = U_BASE as usize + 2 * 4 * 5;
+
+    fn is_cont(b: u8) -> bool {
+        (0x80..=0xBF).contains(&b)
+    }
+
+    /// One step of the JSON body automaton: (next state, characters completed).
+    fn json_step(state: u8, b: u8) -> (u8, u8) {
+        match state {
+            NORMAL | HIGH => match b {
+                b'\\' => (BACKSLASH + state, 0),
+                _ if is_cont(b) => (NORMAL, 0),
+                _ => (NORMAL, 1),
+            },
+            s if s == BACKSLASH || s == BACKSLASH + 1 => {
+                let high = s - BACKSLASH;
+                if b == b'u' {
+                    (U_BASE + 2 * (4 * KIND_UNKNOWN) + high, 0)
+                } else {
+                    // `\"` `\\` `\/` `\b` ... (and, not valid JSON, any other byte) end here.
+                    (NORMAL, 1)
+                }
+            }
+            s => {
+                let i = s - U_BASE;
+                let high = i & 1;
+                let k = (i >> 1) % 4;
+                let kind = (i >> 1) / 4;
+                if !b.is_ascii_hexdigit() {
+                    // Not valid JSON: the broken escape counts as one character.
+                    return (NORMAL, 1);
+                }
+                let d = b.to_ascii_lowercase();
+                let kind = match (k, kind) {
+                    (0, _) if d == b'd' => KIND_D,
+                    (0, _) => KIND_OTHER,
+                    (1, KIND_D) if matches!(d, b'8' | b'9' | b'a' | b'b') => KIND_HIGH,
+                    (1, KIND_D) if matches!(d, b'c'..=b'f') => KIND_LOW,
+                    (1, KIND_D) => KIND_OTHER,
+                    (_, kind) => kind,
+                };
+                if k < 3 {
+                    (U_BASE + 2 * (k + 1 + 4 * kind) + high, 0)
+                } else {
+                    match kind {
+                        KIND_LOW if high == 1 => (NORMAL, 0),
+                        KIND_HIGH => (HIGH, 1),
+                        _ => (NORMAL, 1),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The automaton as a flat table `next[state * 256 + byte]`, with byte classes.
+    pub struct Table {
+        next: Vec<(u8, u8)>,
+        class: [u32; 256],
+    }
+
+    impl Table {
+        pub fn new(count: CharCount) -> Table {
+            let states = match count {
+                CharCount::Utf8 => 1,
+                CharCount::JsonBody => STATES,
+            };
+            let mut next = Vec::with_capacity(states * 256);
+            for s in 0..states as u8 {
+                for b in 0..=255u8 {
+                    next.push(match count {
+                        CharCount::Utf8 => (START, u8::from(!is_cont(b))),
+                        CharCount::JsonBody => json_step(s, b),
+                    });
+                }
+            }
+            // Bytes with equal columns (over all states) share a class.
+            let mut class = [0u32; 256];
+            let mut seen: Vec<u8> = Vec::new();
+            for b in 0..=255u8 {
+                let same = |a: u8| {
+                    (0..states).all(|s| next[s * 256 + a as usize] == next[s * 256 + b as usize])
+                };
+                class[b as usize] = match seen.iter().position(|&a| same(a)) {
+                    Some(i) => i as u32,
+                    None => {
+                        seen.push(b);
+                        (seen.len() - 1) as u32
+                    }
+                };
+            }
+            Table { next, class }
+        }
+
+        #[inline]
+        pub fn class(&self, b: u8) -> u32 {
+            self.class[b as usize]
+        }
+
+        #[inline]
+        pub fn step(&self, state: u8, b: u8) -> (u8, u8) {
+            self.next[state as usize * 256 + b as usize]
         }
     }
 }
@@ -1547,5 +1777,244 @@ mod tests {
         let r = Dfa::from_regex(&class(max + 1), limit);
         assert!(matches!(r, Err(DfaError::TooLong { .. })), "{r:?}");
         assert!(r.unwrap_err().to_string().contains("dfa_size_limit"));
+    }
+}
+
+/// Brute-force checks of `len!` / `json_len!` (through the whole grammar pipeline) against
+/// independently written character counts.
+#[cfg(test)]
+mod len_tests {
+    use std::sync::Arc;
+
+    use crate::earley::Recognizer;
+    use crate::grammar::{CompileOptions, Grammar};
+
+    /// Code points of the JSON string `"body"` as Python's `json.loads` decodes it (surrogate
+    /// escape pairs combined), or `None` when the body is not valid JSON string content.
+    fn json_decoded_len(body: &[u8]) -> Option<usize> {
+        let s = std::str::from_utf8(body).ok()?;
+        // (code unit or scalar, came from a `\u` escape)
+        let mut units: Vec<(u32, bool)> = Vec::new();
+        let mut it = s.chars();
+        while let Some(c) = it.next() {
+            match c {
+                '"' | '\u{0}'..='\u{1f}' => return None,
+                '\\' => match it.next()? {
+                    '"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't' => units.push((0, false)),
+                    'u' => {
+                        let hex: String = (0..4).map(|_| it.next()).collect::<Option<_>>()?;
+                        if !hex.chars().all(|h| h.is_ascii_hexdigit()) {
+                            return None;
+                        }
+                        units.push((u32::from_str_radix(&hex, 16).ok()?, true));
+                    }
+                    _ => return None,
+                },
+                c => units.push((c as u32, false)),
+            }
+        }
+        let mut n = 0;
+        let mut i = 0;
+        while i < units.len() {
+            let (u, esc) = units[i];
+            let pair = esc
+                && (0xD800..0xDC00).contains(&u)
+                && units
+                    .get(i + 1)
+                    .is_some_and(|&(v, e)| e && (0xDC00..0xE000).contains(&v));
+            i += if pair { 2 } else { 1 };
+            n += 1;
+        }
+        Some(n)
+    }
+
+    /// Characters for `len!`: code points of valid UTF-8, else bytes that are not continuations.
+    fn utf8_len(s: &[u8]) -> usize {
+        match std::str::from_utf8(s) {
+            Ok(s) => s.chars().count(),
+            Err(_) => s.iter().filter(|&&b| !(0x80..=0xBF).contains(&b)).count(),
+        }
+    }
+
+    /// Every concatenation of up to `depth` chunks: the grammar's verdict (through the
+    /// recognizer) must equal `want` where that says `Some`. Returns how many were accepted.
+    fn brute(
+        grammar: &str,
+        chunks: &[&[u8]],
+        depth: usize,
+        want: &mut dyn FnMut(&[u8]) -> Option<bool>,
+    ) -> usize {
+        // An empty language is a compile error; then nothing may be wanted.
+        let (mut r, alive) = match Grammar::compile(grammar, &CompileOptions::default()) {
+            Ok(g) => (Recognizer::new(Arc::new(g)), true),
+            Err(e) if e.to_string().contains("is empty") => (recognizer("start ::= 'x';"), false),
+            Err(e) => panic!("{grammar}: {e}"),
+        };
+        let mut buf = Vec::new();
+        let mut accepted = 0;
+        walk(
+            &mut r,
+            alive,
+            &mut buf,
+            chunks,
+            depth,
+            want,
+            grammar,
+            &mut accepted,
+        );
+        accepted
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        r: &mut Recognizer,
+        alive: bool,
+        buf: &mut Vec<u8>,
+        chunks: &[&[u8]],
+        depth: usize,
+        want: &mut dyn FnMut(&[u8]) -> Option<bool>,
+        grammar: &str,
+        accepted: &mut usize,
+    ) {
+        let got = alive && r.is_complete();
+        if let Some(w) = want(buf) {
+            assert_eq!(got, w, "{grammar} on {:?}", String::from_utf8_lossy(buf));
+        }
+        *accepted += usize::from(got);
+        if depth == 0 {
+            return;
+        }
+        let len = r.len();
+        for c in chunks {
+            let fed = alive && r.feed(c);
+            buf.extend_from_slice(c);
+            walk(r, fed, buf, chunks, depth - 1, want, grammar, accepted);
+            buf.truncate(buf.len() - c.len());
+            if fed {
+                assert!(r.rollback_to(len));
+            }
+        }
+    }
+
+    fn recognizer(grammar: &str) -> Recognizer {
+        let g = Grammar::compile(grammar, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{grammar}: {e}"));
+        Recognizer::new(Arc::new(g))
+    }
+
+    fn member(r: &mut Recognizer, s: &[u8]) -> bool {
+        r.reset();
+        r.feed(s) && r.is_complete()
+    }
+
+    const FINE: &[&[u8]] = &[
+        b"\\",
+        b"u",
+        b"D",
+        b"8",
+        b"C",
+        b"0",
+        b"a",
+        b"\"",
+        "\u{e9}".as_bytes(),
+    ];
+    const COARSE: &[&[u8]] = &[
+        b"\\uD83D",
+        b"\\uDE00",
+        b"\\ud800",
+        b"\\udbff",
+        b"\\uDC00",
+        b"\\udfff",
+        b"\\u0041",
+        b"\\n",
+        b"\\",
+        b"u",
+        b"a",
+        "\u{e9}".as_bytes(),
+    ];
+    const RULES: &str =
+        r"body ::= 'a\\uD83D\\uDE00' | '\\ud800\\udc00\\udc00' | '\u{e9}\\u0041' | '\\n' | '';";
+
+    #[test]
+    fn json_len_equals_python_decoded_length() {
+        let bodies = [
+            // The JSON string body.
+            r#"#"(?:[^\"\\\x00-\x1F]|\\[\"\\/bfnrt]|\\u[0-9A-Fa-f]{4})*""#,
+            // Surrogate escapes only, plus plain characters.
+            r#"#"(?:[a\u00e98]|\\u[dD][0-9a-fA-F]{3}|\\n)*""#,
+            // Anything: bodies that are not valid JSON are not compared.
+            r#"#"(?s:.)*""#,
+            // A nonterminal of literals.
+            "body",
+        ];
+        for e in bodies {
+            let mut in_e = recognizer(&format!("start ::= {e}; {RULES}"));
+            for (lo, hi) in [(0, 0), (0, 2), (1, 3), (2, 2), (3, 6)] {
+                let grammar = format!("start ::= json_len!({e}, {lo}, {hi}); {RULES}");
+                let mut want = |s: &[u8]| {
+                    if !member(&mut in_e, s) {
+                        return Some(false);
+                    }
+                    json_decoded_len(s).map(|n| (lo..=hi).contains(&n))
+                };
+                let n = brute(&grammar, FINE, 5, &mut want) + brute(&grammar, COARSE, 4, &mut want);
+                assert!(n > 0 || e == "body", "{grammar}: nothing accepted");
+            }
+        }
+    }
+
+    #[test]
+    fn len_counts_code_points() {
+        let bytes: &[&[u8]] = &[
+            b"a",
+            b"\\",
+            "\u{e9}".as_bytes(),
+            "\u{1f600}".as_bytes(),
+            b"\xC3",
+            b"\xA9",
+        ];
+        let bodies = [
+            r#"#"(?s-u:.)*""#,
+            r#"#"[a\u00e9]*\\?""#,
+            r#"#"(?:\\u[0-9]{4}|\u00e9)+""#,
+            "body",
+        ];
+        for e in bodies {
+            let mut in_e = recognizer(&format!("start ::= {e}; {RULES}"));
+            for (lo, hi) in [(0, 0), (0, 2), (1, 3), (2, 2), (3, 6)] {
+                let grammar = format!("start ::= len!({e}, {lo}, {hi}); {RULES}");
+                let mut want =
+                    |s: &[u8]| Some(member(&mut in_e, s) && (lo..=hi).contains(&utf8_len(s)));
+                brute(&grammar, bytes, 6, &mut want);
+                brute(&grammar, FINE, 4, &mut want);
+                brute(&grammar, COARSE, 3, &mut want);
+            }
+        }
+    }
+
+    #[test]
+    fn surrogate_pairs_and_merging() {
+        let mut r =
+            recognizer(r#"start ::= '"' json_len!(#"(?:[a-z]|\\u[0-9a-fA-F]{4})*", 1, 2) '"';"#);
+        for (s, ok) in [
+            (&br#""\uD83D\uDE00""#[..], true),
+            (br#""\uD83D\uDE00a""#, true),
+            (br#""\uD83D\uDE00ab""#, false),
+            (br#""\ud800\ud800\udc00""#, true),
+            (br#""\udc00\ud800""#, true),
+            (br#""\udc00\udc00a""#, false),
+            (br#""""#, false),
+        ] {
+            assert_eq!(member(&mut r, s), ok, "{}", String::from_utf8_lossy(s));
+        }
+        // The quotes and the counted body merge into one terminal, like regex terminals.
+        let g = Grammar::compile(
+            r#"start ::= '"' json_len!(#"[a-z]+", 1, 3) '"';"#,
+            &CompileOptions::default(),
+        )
+        .unwrap();
+        let lnf = g.lnf_debug();
+        assert_eq!(lnf.matches("#regex").count(), 1, "{lnf}");
+        assert!(!lnf.contains("\\\""), "{lnf}");
     }
 }

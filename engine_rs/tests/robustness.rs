@@ -608,3 +608,122 @@ fn process_memory_stays_bounded() {
         assert!(rss < 4096 * MIB, "peak RSS {} MiB", rss / MIB);
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// `len!` / `json_len!`
+// ------------------------------------------------------------------------------------------------
+
+/// A grammar error (not a limit) located at `line:col`, mentioning `what`.
+fn expect_grammar_error(text: &str, at: &str, what: &str) {
+    let e = compile(text).expect_err(text);
+    let msg = e.to_string();
+    assert_ne!(e.kind(), ErrorKind::Limit, "{msg}");
+    assert!(msg.starts_with(&format!("error at {at}:")), "{text}: {msg}");
+    assert!(msg.contains(what), "{text}: should mention {what:?}: {msg}");
+}
+
+#[test]
+fn len_errors_are_located() {
+    expect_grammar_error(
+        "start ::= len!(#\"[a-z]+\", 5, 2);",
+        "1:27",
+        "greater than its maximum",
+    );
+    expect_grammar_error(
+        "start ::=\n  json_len!('a', 3);",
+        "2:19",
+        "expected `,` and the maximum length",
+    );
+    expect_grammar_error("start ::= len!('a');", "1:19", "expected `,`");
+    expect_grammar_error("start ::= len!('a', 1, 2, 3);", "1:25", "expected `)`");
+    expect_grammar_error(
+        "start ::= json_len!(x, 0, 3);\nx ::= 'a' y;\ny ::= 'b';",
+        "1:21",
+        "invalid json_len! argument",
+    );
+    expect_grammar_error(
+        "start ::= len!(#\"a\"*, 0, 3);",
+        "1:16",
+        "invalid len! argument: a repetition",
+    );
+    expect_grammar_error(
+        "start ::= len!(len!('a', 0, 1), 0, 3);",
+        "1:16",
+        "a nested len!",
+    );
+    expect_grammar_error(
+        "start ::= len!(#\"(\", 0, 3);",
+        "1:16",
+        "invalid len! argument",
+    );
+    expect_grammar_error(
+        "start ::= lenx!('a', 0, 3);",
+        "1:11",
+        "unknown special nonterminal",
+    );
+    // Counts over max_repetition: the same limit error as counted repetition.
+    let e = compile("start ::= len!('a', 0, 4294967295);").unwrap_err();
+    expect_limit(&e, "max_repetition");
+    let opts = CompileOptions {
+        max_repetition: 100,
+        ..CompileOptions::default()
+    };
+    let e = compile_with("start ::= json_len!(#\"[a-z]*\", 101, 200);", &opts).unwrap_err();
+    expect_limit(&e, "max_repetition");
+    // A product over dfa_size_limit: a limit error naming it, at the construct.
+    let opts = CompileOptions {
+        dfa_size_limit: 64 << 10,
+        ..CompileOptions::default()
+    };
+    let e = compile_with("start ::=\n  'x' json_len!(#\"[a-z]*\", 0, 10000);", &opts).unwrap_err();
+    expect_limit(&e, "dfa_size_limit");
+    assert!(e.to_string().starts_with("error at 2:7:"), "{e}");
+}
+
+#[test]
+fn len_examples_from_the_docs() {
+    let g = compile(
+        r#"start ::= email | name; email ::= '"' json_len!(#"[a-z]+@[a-z]+\.[a-z]{2,}", 3, 64) '"';
+           name ::= len!(#"\p{L}+", 1, 20);"#,
+    )
+    .unwrap();
+    assert!(accepts(&g, b"\"a@b.cd\"") && !accepts(&g, b"\"@b.c\""));
+    // 64 characters, and 65.
+    let local = |n: usize| format!("\"{}@b.cd\"", "a".repeat(n));
+    assert!(accepts(&g, local(59).as_bytes()) && !accepts(&g, local(60).as_bytes()));
+    assert!(
+        accepts(&g, "\u{e9}t\u{e9}".as_bytes()) && !accepts(&g, "\u{e9}".repeat(21).as_bytes())
+    );
+}
+
+#[test]
+fn json_len_of_email_and_hostname_patterns_is_fast_and_small() {
+    let email = r#"#"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?""#;
+    let host = r#"#"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*""#;
+    for (what, e, max) in [("email", email, 255), ("hostname", host, 253)] {
+        let text = format!("start ::= '\"' json_len!({e}, 1, {max}) '\"';");
+        let (g, dt) = timed(what, || compile(&text).unwrap());
+        let mem = g.memory_usage();
+        let states: usize = g.lnf().dfas.iter().map(|d| d.state_count()).sum();
+        eprintln!(
+            "json_len! {what} max {max}: {dt:.2?}, {} KiB, {states} states",
+            mem >> 10
+        );
+        assert!(dt < Duration::from_secs(3), "{what}: {dt:?}");
+        assert!(mem < 16 * MIB, "{what}: {mem}");
+        // Exactly `max` characters, and one more.
+        let (long, too_long) = if what == "email" {
+            let local = |n: usize| format!("\"{}@b.io\"", "a".repeat(n));
+            (local(max - 5), local(max - 4))
+        } else {
+            let label = "a".repeat(63);
+            let host = |n: usize| format!("\"{label}.{label}.{label}.{}\"", "a".repeat(n));
+            (host(61), host(62))
+        };
+        assert!(accepts(&g, long.as_bytes()), "{what}: {long}");
+        assert!(!accepts(&g, too_long.as_bytes()), "{what}: {too_long}");
+        assert!(!accepts(&g, b"\"a@\"") && !accepts(&g, b"\"a..b\""));
+        let mut r = Recognizer::new(g.clone());
+        assert!(r.feed(b"\"a"));
+    }
+}

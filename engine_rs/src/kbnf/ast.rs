@@ -32,6 +32,15 @@ pub enum ExprKind {
     Nonterminal(String),
     /// `except!(arg)` or `except!(arg, max)`.
     Except { arg: Box<Expr>, max: Option<u32> },
+    /// `len!(arg, min, max)` (`json: false`) or `json_len!(arg, min, max)` (`json: true`): the
+    /// strings of `arg` with between `min` and `max` characters (code points; for `json_len!`,
+    /// code points of the decoded JSON string body).
+    Len {
+        arg: Box<Expr>,
+        min: u32,
+        max: u32,
+        json: bool,
+    },
     /// Juxtaposition, at least two items.
     Concat(Vec<Expr>),
     /// `a | b | ...`, at least two items.

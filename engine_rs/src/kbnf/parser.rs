@@ -423,12 +423,19 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     return self.except(start);
                 }
+                if (name == "len" || name == "json_len") && self.peek() == Some(b'!') {
+                    self.pos += 1;
+                    return self.len(start, name == "json_len");
+                }
                 if self.peek() == Some(b'!') {
                     return Err(syntax(
                         Span::new(start, self.pos + 1),
                         format!("unknown special nonterminal `{name}!`"),
                     )
-                    .hint("the only special nonterminal is `except!(X)` / `except!(X, n)`"));
+                    .hint(
+                        "the special nonterminals are `except!(X)` / `except!(X, n)`, \
+                         `len!(X, min, max)` and `json_len!(X, min, max)`",
+                    ));
                 }
                 Ok(Expr {
                     kind: ExprKind::Nonterminal(name),
@@ -506,6 +513,42 @@ impl<'a> Parser<'a> {
             kind: ExprKind::Except {
                 arg: Box::new(arg),
                 max,
+            },
+            span: Span::new(start, self.pos),
+        })
+    }
+
+    /// `len!(X, min, max)` / `json_len!(X, min, max)`; the cursor is after the `!`.
+    fn len(&mut self, start: usize, json: bool) -> PResult<Expr> {
+        let name = if json { "json_len" } else { "len" };
+        let usage = format!("write `{name}!(X, min, max)`");
+        self.expect(b"(", "`(`", &usage)?;
+        self.skip_trivia()?;
+        let outer = std::mem::replace(&mut self.comma_ends_expr, true);
+        let arg = self.alternation();
+        self.comma_ends_expr = outer;
+        let arg = arg?;
+        self.expect(b",", "`,` and the minimum length", &usage)?;
+        self.skip_trivia()?;
+        let min_at = self.pos;
+        let min = self.number()?;
+        self.expect(b",", "`,` and the maximum length", &usage)?;
+        let max = self.number()?;
+        if min > max {
+            return Err(Diagnostic::new(
+                ErrorKind::Semantic,
+                Span::new(min_at, self.pos),
+                format!("`{name}!` minimum length {min} is greater than its maximum {max}"),
+            )
+            .hint(format!("write `{name}!(X, min, max)` with min <= max")));
+        }
+        self.expect(b")", "`)`", &usage)?;
+        Ok(Expr {
+            kind: ExprKind::Len {
+                arg: Box::new(arg),
+                min,
+                max,
+                json,
             },
             span: Span::new(start, self.pos),
         })

@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap;
 
 use super::bnf::{Bnf, ExceptTerm, RegexTerm, Sym};
-use crate::dfa::{escape_bytes, Dfa, DfaError, PATTERN_BYTES_PER_LIMIT};
+use crate::dfa::{escape_bytes, CharCount, Dfa, DfaError, PATTERN_BYTES_PER_LIMIT};
 use crate::error::{Diagnostic, ErrorKind, Span};
 use crate::grammar::CompileOptions;
 use crate::kbnf::ast::{Expr, ExprKind, GrammarAst};
@@ -134,6 +134,12 @@ impl<'a> Lowerer<'a> {
                 }
             },
             ExprKind::Except { arg, max } => self.except(arg, *max, e.span),
+            ExprKind::Len {
+                arg,
+                min,
+                max,
+                json,
+            } => self.len(arg, *min, *max, *json, e.span),
             ExprKind::Concat(_) | ExprKind::Alt(_) => {
                 let alts = self.alternatives(e);
                 let nt = self.bnf.add_nt(format!("group@{}", e.span.start));
@@ -181,7 +187,7 @@ impl<'a> Lowerer<'a> {
     }
 
     fn except(&mut self, arg: &Expr, max: Option<u32>, span: Span) -> Sym {
-        let regex = match self.except_regex(arg, 0) {
+        let regex = match self.arg_regex(arg, 0, "except!") {
             Ok(r) => r,
             Err(d) => {
                 self.diags.push(d);
@@ -206,36 +212,83 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    /// The regex for an `except!` argument: a literal, a regex terminal, or a nonterminal whose rules
-    /// are only literals combined by concatenation and alternation.
-    fn except_regex(&self, arg: &Expr, depth: usize) -> Result<String, Diagnostic> {
+    /// `len!(arg, min, max)` / `json_len!(arg, min, max)`: an ordinary regex terminal whose DFA is
+    /// the product of `arg`'s DFA and a character counter.
+    fn len(&mut self, arg: &Expr, min: u32, max: u32, json: bool, span: Span) -> Sym {
+        let (construct, count) = if json {
+            ("json_len!", CharCount::JsonBody)
+        } else {
+            ("len!", CharCount::Utf8)
+        };
+        let regex = match self.arg_regex(arg, 0, construct) {
+            Ok(r) => r,
+            Err(d) => {
+                self.diags.push(d);
+                return Sym::Nt(self.bnf.start);
+            }
+        };
+        let limit = self.opts.dfa_size_limit;
+        let built = Dfa::from_regex(&regex, limit)
+            .map_err(|err| dfa_diag(err, arg.span, &format!("{construct} argument")))
+            .and_then(|e| {
+                Dfa::count_chars(&e, count, min, max, limit)
+                    .map_err(|err| dfa_diag(err, span, construct))
+            });
+        match built {
+            Ok(dfa) => {
+                let id = self
+                    .bnf
+                    .add_regex(format!("{construct}@{}({min}, {max})", span.start), dfa);
+                Sym::Regex(id)
+            }
+            Err(d) => {
+                self.diags.push(d);
+                Sym::Nt(self.bnf.start)
+            }
+        }
+    }
+
+    /// The regex for the argument of `except!` / `len!` / `json_len!` (`construct`): a literal, a
+    /// regex terminal, or a nonterminal whose rules are only literals combined by concatenation
+    /// and alternation.
+    fn arg_regex(&self, arg: &Expr, depth: usize, construct: &str) -> Result<String, Diagnostic> {
         let bad = |span: Span, what: &str| {
+            let usage = if construct == "except!" {
+                "except!(X)".to_owned()
+            } else {
+                format!("{construct}(X, min, max)")
+            };
             Diagnostic::new(
                 ErrorKind::Semantic,
                 span,
-                format!("invalid except! argument: {what}"),
+                format!("invalid {construct} argument: {what}"),
             )
-            .hint(
-                "except!(X) takes a literal, a regex terminal, or a nonterminal whose rules contain \
-                 only literals combined by concatenation and alternation",
-            )
+            .hint(format!(
+                "{usage} takes a literal, a regex terminal, or a nonterminal whose rules contain \
+                 only literals combined by concatenation and alternation"
+            ))
         };
         match &arg.kind {
-            ExprKind::Literal(b) if b.is_empty() => Err(bad(arg.span, "the empty string")),
+            ExprKind::Literal(b) if b.is_empty() && construct == "except!" => {
+                Err(bad(arg.span, "the empty string"))
+            }
             ExprKind::Literal(b) => Ok(escape_bytes(b)),
             ExprKind::Regex(p) if depth == 0 => Ok(p.clone()),
             ExprKind::Regex(_) => Err(bad(arg.span, "a regex inside a nonterminal")),
             ExprKind::Concat(items) => {
                 let parts: Result<Vec<_>, _> = items
                     .iter()
-                    .map(|i| self.except_regex(i, depth + 1).map(|r| format!("(?:{r})")))
+                    .map(|i| {
+                        self.arg_regex(i, depth + 1, construct)
+                            .map(|r| format!("(?:{r})"))
+                    })
                     .collect();
                 Ok(parts?.concat())
             }
             ExprKind::Alt(items) => {
                 let parts: Result<Vec<_>, _> = items
                     .iter()
-                    .map(|i| self.except_regex(i, depth + 1))
+                    .map(|i| self.arg_regex(i, depth + 1, construct))
                     .collect();
                 Ok(format!("(?:{})", parts?.join("|")))
             }
@@ -249,7 +302,7 @@ impl<'a> Lowerer<'a> {
                 };
                 let parts: Result<Vec<_>, _> = exprs
                     .iter()
-                    .map(|e| self.except_regex(e, depth + 1))
+                    .map(|e| self.arg_regex(e, depth + 1, construct))
                     .collect();
                 let parts = parts.map_err(|d| {
                     bad(
@@ -261,6 +314,8 @@ impl<'a> Lowerer<'a> {
             }
             ExprKind::Nonterminal(_) => Err(bad(arg.span, "a nonterminal inside a nonterminal")),
             ExprKind::Except { .. } => Err(bad(arg.span, "a nested except!")),
+            ExprKind::Len { json: false, .. } => Err(bad(arg.span, "a nested len!")),
+            ExprKind::Len { json: true, .. } => Err(bad(arg.span, "a nested json_len!")),
             ExprKind::Repeat { .. } => Err(bad(arg.span, "a repetition (use a regex terminal)")),
         }
     }

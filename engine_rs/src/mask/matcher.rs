@@ -670,6 +670,19 @@ mod tests {
     }
 
     #[test]
+    fn json_len_masks_equal_brute_force() {
+        check(
+            r#"start ::= "[\"" json_len!(#"(?:[ab ]|\\u[0-9a-fA-F]{4}|\\[n\"])*", 1, 3) "\"]";"#,
+            &[
+                br#"["a\u0041b"]"#,
+                br#"["\ud83d\ude00ab"]"#,
+                br#"["\n\"a"]"#,
+                br#"["\ud83d\ud83d\ude00"]"#,
+            ],
+        );
+    }
+
+    #[test]
     fn bare_literal_masks_equal_brute_force() {
         check(
             "start ::= 'a' start | 'bt' | 'b' 'e'*;",
