@@ -8,6 +8,11 @@
 //!   token masks);
 //! * `accept[s]` means the bytes read so far form a full match (no delayed-match bookkeeping);
 //! * transitions are `trans[s * stride + classes[byte]]`, one contiguous buffer.
+//!
+//! A length-counted automaton (`len!` / `json_len!` too large to tabulate, see [`counted`]) keeps
+//! the same interface and invariants with states that are (base state, count) pairs.
+
+mod counted;
 
 use std::collections::VecDeque;
 use std::hash::Hasher;
@@ -67,6 +72,9 @@ pub struct Dfa {
     /// Fewest further bytes needed to reach an accepting state, per state (`u32::MAX` for dead).
     min_to_accept: Vec<u32>,
     start: u32,
+    /// `Some` for a length-counted automaton: the table above is then its base automaton, and
+    /// `live_bytes` / `min_to_accept` are empty (answered by the counter).
+    counter: Option<Box<counted::Counter>>,
 }
 
 /// Why a DFA could not be built.
@@ -121,7 +129,10 @@ impl Dfa {
     /// Next state after `byte` (`DEAD` when the byte cannot continue toward a match).
     #[inline(always)]
     pub fn next(&self, state: u32, byte: u8) -> u32 {
-        // SAFETY-free: indices are in range by construction (state < len, class < stride).
+        if let Some(c) = &self.counter {
+            return c.next(self, state, byte);
+        }
+        // Indices are in range by construction (state < len, class < stride).
         self.trans[(state * self.stride + self.classes[byte as usize] as u32) as usize]
     }
     /// The equivalence class of a byte: bytes of one class move every state alike.
@@ -131,30 +142,62 @@ impl Dfa {
     }
     #[inline(always)]
     pub fn is_accept(&self, state: u32) -> bool {
-        self.accept[state as usize]
+        match &self.counter {
+            None => self.accept[state as usize],
+            Some(c) => c.is_accept(self, state),
+        }
     }
+    /// The bytes with a live transition from `state`.
     #[inline]
-    pub fn live_bytes(&self, state: u32) -> &ByteSet {
-        &self.live_bytes[state as usize]
+    pub fn live_bytes(&self, state: u32) -> ByteSet {
+        match &self.counter {
+            None => self.live_bytes[state as usize],
+            Some(c) => c.live_bytes(self, state),
+        }
     }
+    /// Whether some byte continues from `state` toward a match.
+    #[inline]
+    pub fn can_continue(&self, state: u32) -> bool {
+        match &self.counter {
+            None => !self.live_bytes[state as usize].is_empty(),
+            Some(c) => c.can_continue(self, state),
+        }
+    }
+    /// Fewest further bytes needed to reach an accepting state (`u32::MAX` for dead). For a
+    /// length-counted automaton only a lower bound (0): those are never `except!` arguments, the
+    /// only users of exact distances.
     #[inline]
     pub fn min_to_accept(&self, state: u32) -> u32 {
-        self.min_to_accept[state as usize]
+        match &self.counter {
+            None => self.min_to_accept[state as usize],
+            Some(_) if state == DEAD => u32::MAX,
+            Some(_) => 0,
+        }
     }
+    /// Whether this is a length-counted automaton (not tabulated: not combined with others).
+    pub fn is_counted(&self) -> bool {
+        self.counter.is_some()
+    }
+    /// Number of state ids (for a length-counted automaton, ids of (base state, count) pairs).
     pub fn state_count(&self) -> usize {
-        self.accept.len()
+        match &self.counter {
+            None => self.accept.len(),
+            Some(c) => c.state_count(self.accept.len()),
+        }
     }
     /// Heap bytes used by the tables.
     pub fn memory_usage(&self) -> usize {
-        self.trans.len() * 4 + self.accept.len() * (1 + 32 + 4)
+        self.trans.len() * 4
+            + self.accept.len() * (1 + 32 + 4)
+            + self.counter.as_ref().map_or(0, |c| c.memory_usage())
     }
     /// Whether the empty string matches.
     pub fn matches_empty(&self) -> bool {
-        self.start != DEAD && self.accept[self.start as usize]
+        self.start != DEAD && self.is_accept(self.start)
     }
     /// Whether some non-empty string matches.
     pub fn matches_nonempty(&self) -> bool {
-        self.start != DEAD && !self.live_bytes[self.start as usize].is_empty()
+        self.start != DEAD && self.can_continue(self.start)
     }
     /// Full-match test (used by tests and by the grammar checker).
     pub fn matches(&self, input: &[u8]) -> bool {
@@ -310,9 +353,11 @@ impl Dfa {
         Ok(table.finish(classes))
     }
 
-    /// The strings of `e` with between `min` and `max` characters, counted as `count` says: the
-    /// product of `e`, a small character-boundary automaton ([`chars`]) and a counter `0..=max`
-    /// (a count over `max` is dead). Counts only grow along a string, so pruning at `max` is exact.
+    /// The strings of `e` with between `min` and `max` characters, counted as `count` says.
+    ///
+    /// Tabulated as the product of `e`, a small character-boundary automaton ([`chars`]) and a
+    /// counter `0..=max` when that fits in `size_limit / TABLE_SHARE` bytes; otherwise a
+    /// length-counted automaton ([`counted`]) whose size does not grow with `max`.
     pub fn count_chars(
         e: &Dfa,
         count: CharCount,
@@ -320,9 +365,46 @@ impl Dfa {
         max: u32,
         size_limit: usize,
     ) -> Result<Dfa, DfaError> {
+        #[cfg(test)]
+        let form = test_form::get();
+        #[cfg(not(test))]
+        let form = CountForm::Auto;
+        Self::count_chars_as(e, count, min, max, size_limit, form)
+    }
+
+    /// [`Dfa::count_chars`] with the representation chosen by `form` (tests compare the two).
+    pub fn count_chars_as(
+        e: &Dfa,
+        count: CharCount,
+        min: u32,
+        max: u32,
+        size_limit: usize,
+        form: CountForm,
+    ) -> Result<Dfa, DfaError> {
         if e.start == DEAD || min > max {
             return Ok(Dfa::empty());
         }
+        match form {
+            CountForm::Table => Self::count_chars_table(e, count, min, max, size_limit),
+            CountForm::Counted => counted::build(e, count, min, max, size_limit),
+            CountForm::Auto => {
+                match Self::count_chars_table(e, count, min, max, size_limit / TABLE_SHARE) {
+                    Err(DfaError::TooBig { .. }) => counted::build(e, count, min, max, size_limit),
+                    other => other,
+                }
+            }
+        }
+    }
+
+    /// The product of `e`, the character-boundary automaton and a counter `0..=max` (a count over
+    /// `max` is dead). Counts only grow along a string, so pruning at `max` is exact.
+    fn count_chars_table(
+        e: &Dfa,
+        count: CharCount,
+        min: u32,
+        max: u32,
+        size_limit: usize,
+    ) -> Result<Dfa, DfaError> {
         let table = chars::Table::new(count);
         // Product classes: bytes equivalent for `e` and in every character-automaton state.
         let (classes, reps) = product_classes(|b| (e.classes[b as usize], table.class(b)));
@@ -377,6 +459,7 @@ impl Dfa {
             live_bytes: vec![ByteSet::EMPTY],
             min_to_accept: vec![u32::MAX],
             start: DEAD,
+            counter: None,
         }
     }
 }
@@ -432,7 +515,7 @@ impl Part<'_> {
     #[inline]
     fn is_live(&self, s: u32) -> bool {
         match self {
-            Part::Dfa(d) => !d.live_bytes(s).is_empty(),
+            Part::Dfa(d) => d.can_continue(s),
             Part::Lit(l) => (s as usize - 1) < l.len(),
         }
     }
@@ -1222,6 +1305,7 @@ impl Explored {
             live_bytes,
             min_to_accept,
             start: new_id[1],
+            counter: None,
         }
     }
 }
@@ -1241,6 +1325,44 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
             }
             out
         }
+    }
+}
+
+/// A length-bounded automaton is tabulated when its table takes at most `dfa_size_limit /
+/// TABLE_SHARE` bytes (tables are faster and combine with neighbouring terminals), else counted.
+pub const TABLE_SHARE: usize = 8;
+
+/// The representation [`Dfa::count_chars_as`] builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountForm {
+    /// A table when small enough (see [`TABLE_SHARE`]), else counted.
+    Auto,
+    /// Always a table of (state, count) pairs.
+    Table,
+    /// Always a length-counted automaton.
+    Counted,
+}
+
+/// Unit tests run the whole pipeline with each representation of `len!` / `json_len!`.
+#[cfg(test)]
+pub(crate) mod test_form {
+    use super::CountForm;
+    use std::cell::Cell;
+
+    thread_local! {
+        static FORM: Cell<CountForm> = const { Cell::new(CountForm::Auto) };
+    }
+
+    pub fn get() -> CountForm {
+        FORM.with(|f| f.get())
+    }
+
+    /// Runs `f` with [`super::Dfa::count_chars`] building `form` on this thread.
+    pub fn with<R>(form: CountForm, f: impl FnOnce() -> R) -> R {
+        let old = FORM.with(|c| c.replace(form));
+        let r = f();
+        FORM.with(|c| c.set(old));
+        r
     }
 }
 
@@ -1786,6 +1908,7 @@ mod tests {
 mod len_tests {
     use std::sync::Arc;
 
+    use super::{test_form, CountForm};
     use crate::earley::Recognizer;
     use crate::grammar::{CompileOptions, Grammar};
 
@@ -1935,8 +2058,19 @@ mod len_tests {
     const RULES: &str =
         r"body ::= 'a\\uD83D\\uDE00' | '\\ud800\\udc00\\udc00' | '\u{e9}\\u0041' | '\\n' | '';";
 
+    /// Runs `f` with `len!` / `json_len!` tabulated, then length-counted.
+    fn each_form(f: impl Fn(CountForm)) {
+        for form in [CountForm::Table, CountForm::Counted] {
+            test_form::with(form, || f(form));
+        }
+    }
+
     #[test]
     fn json_len_equals_python_decoded_length() {
+        each_form(|_| json_len_equals_python_decoded_length_in_form());
+    }
+
+    fn json_len_equals_python_decoded_length_in_form() {
         let bodies = [
             // The JSON string body.
             r#"#"(?:[^\"\\\x00-\x1F]|\\[\"\\/bfnrt]|\\u[0-9A-Fa-f]{4})*""#,
@@ -1965,6 +2099,10 @@ mod len_tests {
 
     #[test]
     fn len_counts_code_points() {
+        each_form(|_| len_counts_code_points_in_form());
+    }
+
+    fn len_counts_code_points_in_form() {
         let bytes: &[&[u8]] = &[
             b"a",
             b"\\",
@@ -1994,6 +2132,10 @@ mod len_tests {
 
     #[test]
     fn surrogate_pairs_and_merging() {
+        each_form(surrogate_pairs_and_merging_in_form);
+    }
+
+    fn surrogate_pairs_and_merging_in_form(form: CountForm) {
         let mut r =
             recognizer(r#"start ::= '"' json_len!(#"(?:[a-z]|\\u[0-9a-fA-F]{4})*", 1, 2) '"';"#);
         for (s, ok) in [
@@ -2007,7 +2149,8 @@ mod len_tests {
         ] {
             assert_eq!(member(&mut r, s), ok, "{}", String::from_utf8_lossy(s));
         }
-        // The quotes and the counted body merge into one terminal, like regex terminals.
+        // A tabulated body merges with the quotes into one terminal, like regex terminals; a
+        // length-counted one stays a terminal of its own between the quote literals.
         let g = Grammar::compile(
             r#"start ::= '"' json_len!(#"[a-z]+", 1, 3) '"';"#,
             &CompileOptions::default(),
@@ -2015,6 +2158,10 @@ mod len_tests {
         .unwrap();
         let lnf = g.lnf_debug();
         assert_eq!(lnf.matches("#regex").count(), 1, "{lnf}");
-        assert!(!lnf.contains("\\\""), "{lnf}");
+        if form == CountForm::Table {
+            assert!(!lnf.contains("\\\""), "{lnf}");
+        } else {
+            assert!(lnf.contains("\\\""), "{lnf}");
+        }
     }
 }

@@ -262,12 +262,12 @@ impl Recognizer {
         {
             match lnf.syms[it.pos as usize] {
                 LSym::Lit(l) => out.insert(lnf.literal(l)[it.state as usize]),
-                LSym::Regex(d) => out.union_with(lnf.dfas[d as usize].live_bytes(it.state)),
+                LSym::Regex(d) => out.union_with(&lnf.dfas[d as usize].live_bytes(it.state)),
                 LSym::Except(x) => {
                     let info = lnf.excepts[x as usize];
                     let dfa = &lnf.dfas[info.dfa as usize];
                     if info.max == u32::MAX {
-                        out.union_with(dfa.live_bytes(it.state));
+                        out.union_with(&dfa.live_bytes(it.state));
                     } else {
                         let consumed = cur - sets[it.start as usize].at;
                         for b in dfa.live_bytes(it.state).iter() {
@@ -342,7 +342,7 @@ impl Recognizer {
                         if dfa.is_accept(t) {
                             b.advance(it.pos + 1, it.start, next);
                         }
-                        if !dfa.live_bytes(t).is_empty() {
+                        if dfa.can_continue(t) {
                             b.add_scan(Item { state: t, ..it });
                         }
                     }
@@ -356,7 +356,7 @@ impl Recognizer {
                         if dfa.is_accept(t) {
                             b.advance(it.pos + 1, it.start, next);
                         }
-                        if consumed < info.max && !dfa.live_bytes(t).is_empty() {
+                        if consumed < info.max && dfa.can_continue(t) {
                             b.add_scan(Item { state: t, ..it });
                         }
                     }

@@ -670,12 +670,25 @@ fn len_errors_are_located() {
     };
     let e = compile_with("start ::= json_len!(#\"[a-z]*\", 101, 200);", &opts).unwrap_err();
     expect_limit(&e, "max_repetition");
-    // A product over dfa_size_limit: a limit error naming it, at the construct.
+    // A table over dfa_size_limit / 8 is replaced by a counted automaton, whose size does not
+    // grow with the bound ...
     let opts = CompileOptions {
         dfa_size_limit: 64 << 10,
         ..CompileOptions::default()
     };
-    let e = compile_with("start ::=\n  'x' json_len!(#\"[a-z]*\", 0, 10000);", &opts).unwrap_err();
+    let g = compile_with("start ::= 'x' json_len!(#\"[a-z]*\", 0, 10000);", &opts).unwrap();
+    assert!(accepts(&g, format!("x{}", "a".repeat(10000)).as_bytes()));
+    assert!(!accepts(&g, format!("x{}", "a".repeat(10001)).as_bytes()));
+    // ... and when that is over dfa_size_limit too: a limit error naming it, at the construct.
+    let opts = CompileOptions {
+        dfa_size_limit: 64 << 10,
+        ..CompileOptions::default()
+    };
+    let e = compile_with(
+        "start ::=\n  'x' json_len!(#\"[a-z]{0,400}\", 300, 10000);",
+        &opts,
+    )
+    .unwrap_err();
     expect_limit(&e, "dfa_size_limit");
     assert!(e.to_string().starts_with("error at 2:7:"), "{e}");
 }

@@ -348,6 +348,14 @@ impl Merger {
             return r;
         }
         let syms = &key.1;
+        // Length-counted automata are not tables: they stay separate terminals.
+        if syms
+            .iter()
+            .any(|&s| matches!(s, Sym::Regex(r) if bnf.regexes[r as usize].dfa.is_counted()))
+        {
+            self.cache.insert(key, None);
+            return None;
+        }
         let parts: Vec<Part<'_>> = syms
             .iter()
             .map(|&s| match s {

@@ -575,6 +575,7 @@ fn walk_recognizer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dfa::CountForm;
     use crate::grammar::{CompileOptions, Grammar};
     use crate::vocab::Vocabulary;
 
@@ -671,15 +672,25 @@ mod tests {
 
     #[test]
     fn json_len_masks_equal_brute_force() {
-        check(
-            r#"start ::= "[\"" json_len!(#"(?:[ab ]|\\u[0-9a-fA-F]{4}|\\[n\"])*", 1, 3) "\"]";"#,
-            &[
-                br#"["a\u0041b"]"#,
-                br#"["\ud83d\ude00ab"]"#,
-                br#"["\n\"a"]"#,
-                br#"["\ud83d\ud83d\ude00"]"#,
-            ],
-        );
+        // Tabulated and length-counted forms of `json_len!` (the latter never merges with the
+        // quotes and takes no slice shortcuts).
+        for form in [CountForm::Table, CountForm::Counted] {
+            crate::dfa::test_form::with(form, || {
+                check(
+                    r#"start ::= "[\"" json_len!(#"(?:[ab ]|\\u[0-9a-fA-F]{4}|\\[n\"])*", 1, 3) "\"]";"#,
+                    &[
+                        br#"["a\u0041b"]"#,
+                        br#"["\ud83d\ude00ab"]"#,
+                        br#"["\n\"a"]"#,
+                        br#"["\ud83d\ud83d\ude00"]"#,
+                    ],
+                );
+                check(
+                    r#"start ::= "{\"e\": \"" json_len!(#"[a-z]+@[a-z]+(?:\.[a-z]+)*", 5, 9) "\"}";"#,
+                    &[br#"{"e": "ab@cd.ef"}"#, br#"{"e": "a@b.c"}"#],
+                );
+            });
+        }
     }
 
     #[test]

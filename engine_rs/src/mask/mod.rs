@@ -60,7 +60,9 @@ impl CompiledGrammar {
     pub fn new(grammar: Arc<Grammar>, vocab: Arc<Vocabulary>) -> CompiledGrammar {
         let index = cache::token_index(&vocab);
         let lnf = grammar.lnf();
-        let mut bounded = vec![false; lnf.dfas.len()];
+        // No slice tables for bounded `except!` and length-counted automata (whose state ids
+        // range over (state, count) pairs): their masks walk the whole trie.
+        let mut bounded: Vec<bool> = lnf.dfas.iter().map(|d| d.is_counted()).collect();
         for e in &lnf.excepts {
             if e.max != u32::MAX {
                 bounded[e.dfa as usize] = true;
@@ -76,7 +78,13 @@ impl CompiledGrammar {
             .dfas
             .iter()
             .zip(&depths)
-            .map(|(d, dep)| index.slice_stable(d, dep))
+            .map(|(d, dep)| {
+                if d.is_counted() {
+                    Vec::new()
+                } else {
+                    index.slice_stable(d, dep)
+                }
+            })
             .collect();
         CompiledGrammar {
             grammar,
