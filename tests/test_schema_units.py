@@ -486,3 +486,55 @@ def test_shrink_to_is_a_length_bounded_subset() -> None:
                 if dfa.accept[q]:
                     s = "".join(text)
                     assert len(s) <= budget and sl.matches(original, s), s
+
+
+def _length_cases(rnd: random.Random) -> list[str]:
+    """Strings near typical length bounds: emails, hostnames, words, with multi-byte characters,
+    quotes and backslashes (escaped in JSON, one character each)."""
+    out = []
+    for _ in range(300):
+        k, m = (
+            (rnd.randint(0, 12), rnd.randint(0, 12))
+            if rnd.random() < 0.5
+            else (
+                rnd.randint(0, 70),
+                rnd.randint(0, 70),
+            )
+        )
+        odd = rnd.random() < 0.2  # quotes, backslashes, dots, spaces and 'é' in the local part
+        local = "".join(rnd.choice('ab.é"\\- ' if odd else "ab-+1") for _ in range(k))
+        label = "".join(rnd.choice("ab-1") for _ in range(m))
+        out += [f"{local}@{label}.io", f"{label}.{label[: m // 2]}", local, "a" * k]
+    out += ["", "a@b.co", "x" * 63 + ".com", "john.doe@example.com", "example.com"]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("base", "lo", "hi"),
+    [
+        ({"format": "email"}, 8, 20),
+        ({"format": "email"}, 0, 255),
+        ({"format": "hostname"}, 3, 30),
+        ({"format": "hostname"}, 0, 128),
+        ({"pattern": "^[^@]+@[a-z0-9.-]+$"}, 5, 9),
+        ({"pattern": '^(?:[a-zé"\\\\]+ ?)+$'}, 2, 40),
+    ],
+)
+def test_length_bounds_on_formats_and_patterns_are_exact(
+    base: dict[str, object], lo: int, hi: int
+) -> None:
+    """``maxLength``/``minLength`` combined with a format or pattern: the grammar accepts exactly
+    the strings the unbounded grammar accepts whose length is in range (no subset, however large
+    the product of the automaton and the bound)."""
+    from structout._engine import compile_grammar
+
+    bounded = translate({"type": "string", **base, "minLength": lo, "maxLength": hi})
+    free = translate({"type": "string", **base})
+    g_bounded, g_free = compile_grammar(bounded.kbnf), compile_grammar(free.kbnf)
+    accepted = 0
+    for s in _length_cases(random.Random(lo * 1000 + hi)):
+        doc = bounded.dumps(s).encode()
+        want = g_free.accepts(doc) and lo <= len(s) <= hi
+        assert g_bounded.accepts(doc) == want, (base, lo, hi, s)
+        accepted += want
+    assert accepted > 10

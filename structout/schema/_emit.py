@@ -435,7 +435,7 @@ class Emitter:
             key = (f, compact)
             real = self.realized.get(key)
             if real is None:
-                real = self.realized[key] = sl.realize(f, key_mode=compact)
+                real = self.realized[key] = sl.realize(f, key_mode=compact, engine_length=True)
         except sl.NotRegular as e:
             self.on_unsupported(str(e), "format", node)  # type: ignore[arg-type]
             return self.generic_string()
@@ -455,24 +455,32 @@ class Emitter:
                 )
         if isinstance(real, am.DFA):
             return self.dfa_rules(real, True, hint)
+        if isinstance(real, sl.LengthBounded):
+            return self.length_bounded(real, compact, hint)
         if real == rx.NONE or rx.is_empty(real):
             return None
         return self.regex_sym(tr.json_string_regex(tr.factor(real), compact), hint)
 
+    def length_bounded(self, real: sl.LengthBounded, compact: bool, hint: str) -> Sym:
+        """A JSON string whose decoded value is in ``real.core`` and has ``lo..hi`` code points:
+        the engine's ``json_len!`` counts decoded characters (an escape is one) exactly."""
+        body = tr.to_rust(tr.encode_json(tr.factor(real.core), compact))
+        text = f'json_len!(#"{body}", {real.lo}, {real.hi})'
+        name = self.term_memo.get(text)
+        if name is None:
+            name = self.fresh(hint)
+            self.term_memo[text] = name
+            self.add_rule(name, [["'\"'", text, "'\"'"]])
+        return name
+
     def _length_subset(self, f: sl.Formula, compact: bool) -> tuple[rx.Node | am.DFA | None, bool]:
         """``core ∧ length`` when even the length product is too big:
         ``shrink(core) ∧ min length`` (a subset)."""
-        if f[0] != "and":
+        split = sl.split_length(f)
+        if split is None:
             return None, False
-        lens = [p for p in f[1] if sl.as_length(p) is not None]
-        core = [p for p in f[1] if sl.as_length(p) is None]
-        if len(lens) != 1 or not core:
-            return None, False
-        lo, hi = sl.as_length(lens[0])  # type: ignore[misc]
-        if hi is None:
-            return None, False
+        core_f, lo, hi = split
         try:
-            core_f = sl.f_and(*core)
             real = sl.realize(core_f, key_mode=compact)
             if isinstance(real, am.DFA):
                 real = real.to_regex(20_000)

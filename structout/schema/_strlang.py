@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Union
 
@@ -406,7 +407,17 @@ def _variety(node: rx.Node) -> float:
     return max(1.0, sum(math.log2(1 + cs.size(x)) for x in sets))
 
 
-Realized = Union[rx.Node, am.DFA]
+@dataclass(frozen=True)
+class LengthBounded:
+    """The strings of ``core`` with ``lo <= len <= hi`` code points, left to the engine
+    (KBNF ``json_len!``), which builds the product with a length counter as one DFA."""
+
+    core: rx.Node
+    lo: int
+    hi: int
+
+
+Realized = Union[rx.Node, am.DFA, LengthBounded]
 
 
 def _simple_regex(f: Formula, ascii_exits: bool = False) -> rx.Node | None:
@@ -489,17 +500,25 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
     return out
 
 
-def realize(f: Formula, max_regex_size: int = 3000, key_mode: bool = False) -> Realized:
+def realize(
+    f: Formula, max_regex_size: int = 3000, key_mode: bool = False, engine_length: bool = False
+) -> Realized:
     """A regex AST for the language, else a minimized DFA (raises AutomatonTooLarge).
 
     Not cached globally (automata can be large); the emitter memoizes per translation.
 
     ``key_mode``: the language of additional object keys, where complements of the named keys
     may leave the named keys' trie only at printable ASCII characters (a smaller subset).
+    ``engine_length``: a length bound on a regular core may come back as :class:`LengthBounded`
+    (exact, the engine builds the product) instead of a product DFA built here.
     """
     simple = _simple_regex(f, key_mode)
     if simple is not None:
         return simple
+    if engine_length:
+        bounded = _length_bounded(f, max_regex_size, key_mode)
+        if bounded is not None:
+            return bounded
     dfa = _length_product(f)
     if dfa is None:
         dfa = to_dfa(f)
@@ -510,14 +529,15 @@ def realize(f: Formula, max_regex_size: int = 3000, key_mode: bool = False) -> R
 
 
 MAX_LENGTH_PRODUCT = 60_000
+#: Largest length bound left to the engine's ``json_len!`` (its default ``max_repetition``). The
+#: engine tabulates small products and counts characters beside the automaton otherwise, so its
+#: size does not grow with the bound.
+MAX_ENGINE_LENGTH = 1 << 20
 
 
-def _length_product(f: Formula) -> am.DFA | None:
-    """``core ∧ length <= hi`` as the minimal DFA of ``core`` times a length counter.
-
-    Cheaper than exploring the combined automaton (which can blow up on unanchored patterns);
-    None when ``f`` has no such shape or the product would be too large.
-    """
+def split_length(f: Formula) -> tuple[Formula, int, int] | None:
+    """``(core, lo, hi)`` when ``f`` is ``core ∧ lo <= length <= hi`` with one finite length
+    bound and a non-trivial core; else None."""
     if f[0] != "and":
         return None
     lens = [p for p in f[1] if as_length(p) is not None]
@@ -527,8 +547,51 @@ def _length_product(f: Formula) -> am.DFA | None:
     lo, hi = as_length(lens[0])  # type: ignore[misc]
     if hi is None:
         return None
+    return f_and(*core), lo, hi
+
+
+def _length_bounded(f: Formula, max_regex_size: int, key_mode: bool) -> Realized | None:
+    """``core ∧ lo <= length <= hi`` as :class:`LengthBounded` (or a plain regex when the bound
+    folds into the core's regex, or ``rx.NONE`` when no length fits); None when ``f`` has
+    another shape, the core is not a small regular language or the bound is over
+    :data:`MAX_ENGINE_LENGTH`."""
+    split = split_length(f)
+    if split is None or split[2] > MAX_ENGINE_LENGTH:
+        return None
+    core_f, lo, hi = split
+    node = _simple_regex(core_f, key_mode)
+    if node is None:
+        try:
+            node = to_dfa(core_f).to_regex(max(max_regex_size, 20_000))
+        except am.AutomatonTooLarge:
+            return None
+    if node is None:
+        return None
+    if node == rx.NONE or rx.is_empty(node):
+        return rx.NONE
+    nlo, nhi = rx.length_range(node)
+    if nlo > hi or (nhi is not None and nhi < lo):
+        return rx.NONE
+    folded = restrict_length(node, lo, hi)
+    if folded is not None:
+        return folded
+    if is_empty(f_and(f_re(node), f_len(lo, hi))):
+        return rx.NONE
+    return LengthBounded(node, lo, hi)
+
+
+def _length_product(f: Formula) -> am.DFA | None:
+    """``core ∧ length <= hi`` as the minimal DFA of ``core`` times a length counter.
+
+    Cheaper than exploring the combined automaton (which can blow up on unanchored patterns);
+    None when ``f`` has no such shape or the product would be too large.
+    """
+    split = split_length(f)
+    if split is None:
+        return None
+    core_f, lo, hi = split
     try:
-        core_dfa = to_dfa(f_and(*core))
+        core_dfa = to_dfa(core_f)
     except am.AutomatonTooLarge:
         return None
     if core_dfa.n * (hi + 1) > MAX_LENGTH_PRODUCT:
