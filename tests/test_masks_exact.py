@@ -302,17 +302,24 @@ def _check_truncated(
 
 
 def test_llama3_small_grammars(llama3: tuple[Any, Any]) -> None:
-    """Bounded strings and except! with a 128k vocabulary (slice buckets must not over-allow)."""
+    """Bounded strings, except! and length-counted json_len! with a 128k vocabulary (slice
+    buckets must not over-allow)."""
     tok, vocab = llama3
     cases = [
         (BOUNDED_JSON_STRING, '{"k": "héllo"}'),
         (BOUNDED_JSON_STRING, '{"k": ""}'),
         (EXCEPT_PARAGRAPH, "some words\nand more\n\nend"),
         (UNBOUNDED_EXCEPT, '"a "quoted" } text"}'),
+        (COUNTED_WORDS, '{"k": "some words and more words"}'),
+        (COUNTED_WORDS, '{"k": "ab"}'),
+        (COUNTED_EMAIL, '"john.doe@example.com"'),
+        (COUNTED_NEAR_MAX, '{"e": "ab@cd.io"}'),
+        (COUNTED_NEAR_MAX, '{"e": "abc@de.fgh"}'),
     ]
     rng = random.Random(5)
     for i, (grammar, text) in enumerate(cases):
-        g = so.compile_kbnf(grammar, vocab)
+        limits = {"dfa_size_limit": 48 << 10} if grammar is COUNTED_NEAR_MAX else {}
+        g = so.compile_kbnf(grammar, vocab, **limits)
         tokens = tok.encode(text, add_special_tokens=False).ids
         full = _positions(len(tokens), 3, rng)
         feed_and_check(g, vocab, tokens, f"llama3 small grammar {i}", full, rng)
@@ -539,6 +546,14 @@ BOUNDED_JSON_STRING = r"""start ::= '{"k": "' #"[^\"\\\x00-\x1F]{0,5}" '"}' ;"""
 BOUNDED_MIN = r"""start ::= #"[a-z]{2,5}" (' ' #"[a-z]{2,5}")* ;"""
 
 EXCEPT_PARAGRAPH = r"""start ::= except!('\n\n', 20) '\n\n' 'end' ;"""
+
+# `json_len!` bounds too large to tabulate: length-counted terminals (count beside the state).
+COUNTED_WORDS = r"""start ::= '{"k": "' json_len!(#"(?:[a-z]+ )*[a-z]+", 2, 100000) '"}' ;"""
+COUNTED_EMAIL = r"""start ::= '"' json_len!(#"[a-z.]+@[a-z]+(?:\.[a-z]+)+", 6, 50000) '"' ;"""
+# A small bound, counted because `dfa_size_limit` is small: masks near the maximum.
+COUNTED_NEAR_MAX = (
+    r"""start ::= '{"e": "' json_len!(#"[a-z.]+@[a-z]+(?:\.[a-z]+)+", 6, 12) '"}' ;"""
+)
 
 UNBOUNDED_EXCEPT = r"""start ::= '"' except!('"}') '"}' ;"""
 

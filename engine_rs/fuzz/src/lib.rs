@@ -332,7 +332,8 @@ fn check_input(
 }
 
 /// Grammars for [`matcher_ops`] besides generated ones: JSON and constructs with slice buckets,
-/// bounded `except!`, `len!` / `json_len!`, nullable starts and ambiguity.
+/// bounded `except!`, `len!` / `json_len!` (tabulated and length-counted), nullable starts and
+/// ambiguity.
 const MATCHER_GRAMMARS: &[&str] = &[
     r#"start ::= "{\"name\": \"" #"[a-z ]{0,12}" "\", \"n\": " #"-?[0-9]{1,4}" "}";"#,
     r#"start ::= "<" except!(">>", 10) ">>" start?;"#,
@@ -341,6 +342,8 @@ const MATCHER_GRAMMARS: &[&str] = &[
     r#"start ::= #"(?s:.)*" ;"#,
     r#"start ::= except!('\n\n') '\n\n' | 'é'{2,3};"#,
     r#"start ::= '"' json_len!(#"(?:[a-zé]|\\u[0-9a-fA-F]{4}|\\[n\"])*", 1, 4) '"' | len!(#"[0-9é]+", 2, 3);"#,
+    // Bounds too large to tabulate: length-counted terminals.
+    r#"start ::= '"' json_len!(#"(?:[a-zé]+ |\\n)*[a-z]", 3, 1000000) '"' | len!(#"(?:ab|c)*", 5, 500000);"#,
 ];
 
 #[derive(Clone, Debug)]
