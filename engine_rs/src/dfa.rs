@@ -178,6 +178,36 @@ impl Dfa {
     pub fn is_counted(&self) -> bool {
         self.counter.is_some()
     }
+    /// For a length-counted automaton: its base automaton as a table (the states of a pair's
+    /// first component; every base state is co-reachable when counts are ignored).
+    pub fn counted_base(&self) -> Option<Dfa> {
+        self.counter.as_ref()?;
+        let stride = self.stride as usize;
+        let mut reps = vec![0u8; stride];
+        for b in (0..=255u8).rev() {
+            reps[self.classes[b as usize] as usize] = b;
+        }
+        let explored = Explored {
+            stride,
+            trans: self.trans.clone(),
+            accept: self.accept.clone(),
+            reps,
+        };
+        let base = explored.finish(self.classes);
+        debug_assert_eq!(
+            base.state_count(),
+            self.accept.len(),
+            "no base state is pruned"
+        );
+        Some(base)
+    }
+    /// For a length-counted automaton: `(base state, count)` of `state`, and how many more
+    /// characters (at most `cap`) can certainly be read from it without the count killing it.
+    pub fn counted_parts(&self, state: u32, cap: u32) -> Option<(u32, u32)> {
+        let c = self.counter.as_ref()?;
+        let (t, n) = c.parts(state);
+        Some((t, c.slack(n, cap)))
+    }
     /// Number of state ids (for a length-counted automaton, ids of (base state, count) pairs).
     pub fn state_count(&self) -> usize {
         match &self.counter {

@@ -459,7 +459,14 @@ class Emitter:
             return self.length_bounded(real, compact, hint)
         if real == rx.NONE or rx.is_empty(real):
             return None
-        return self.regex_sym(tr.json_string_regex(tr.factor(real), compact), hint)
+        encoded = tr.json_string_regex(tr.factor(real), compact)
+        counted = _counted_chars(real)
+        if counted is not None and not _fits(encoded):
+            # `c{a,b}` of one character set with a large `b` (e.g. `maxLength: 32767`): one
+            # `json_len!` terminal instead of KBNF repetitions of a one-character terminal,
+            # which would cost an Earley set per character and full trie walks for masks.
+            return self.length_bounded(counted, compact, hint)
+        return self.regex_sym(encoded, hint)
 
     def length_bounded(self, real: sl.LengthBounded, compact: bool, hint: str) -> Sym:
         """A JSON string whose decoded value is in ``real.core`` and has ``lo..hi`` code points:
@@ -1334,6 +1341,15 @@ def _metrics(node: rx.Node) -> tuple[int, int]:
         _METRICS.clear()
     _METRICS[id(node)] = (node, states, depth)
     return states, depth
+
+
+def _counted_chars(node: rx.Node) -> sl.LengthBounded | None:
+    """``c{a,b}`` for a set ``c`` of single characters as ``json_len!(c*, a, b)``; else None."""
+    if node[0] != "rep" or node[3] is None or node[3] > sl.MAX_ENGINE_LENGTH:
+        return None
+    if rx.length_range(node[1]) != (1, 1):
+        return None
+    return sl.LengthBounded(rx.rep(node[1], 0, None), node[2], node[3])
 
 
 def _fits(node: rx.Node) -> bool:

@@ -44,6 +44,8 @@ pub(super) struct Counter {
     /// period `low.len() - low_prefix` (no period needed when `low` covers every `n < min`).
     low: Vec<u32>,
     low_prefix: usize,
+    /// Per distinct layer: whether it holds every base state (the count does not matter there).
+    full: Vec<bool>,
     /// The bytes of each byte class.
     class_bytes: Vec<ByteSet>,
 }
@@ -124,6 +126,21 @@ impl Counter {
                 .class_bytes
                 .iter()
                 .any(|b| self.next(base, state, b.iter().next().expect("not empty")) != DEAD)
+    }
+
+    /// `(base state, count)` of a state id.
+    pub(super) fn parts(&self, state: u32) -> (u32, u32) {
+        self.split(state)
+    }
+
+    /// How many consecutive counts from `n` on (at most `cap`) have a full layer: below that many
+    /// more characters, only the base automaton can kill a state.
+    pub(super) fn slack(&self, n: u32, cap: u32) -> u32 {
+        let mut k = 0;
+        while k < cap && n + k <= self.max && self.full[self.layer_index(n + k)] {
+            k += 1;
+        }
+        k
     }
 
     pub(super) fn state_count(&self, base_states: usize) -> usize {
@@ -244,6 +261,13 @@ pub(super) fn build(
         cur = next;
     }
 
+    // A full layer has every base state but the dead row 0.
+    let full = (0..store.layers.len() / words)
+        .map(|k| {
+            let layer = &store.layers[k * words..(k + 1) * words];
+            (1..nb).all(|t| layer[t >> 6] >> (t & 63) & 1 == 1)
+        })
+        .collect();
     let mut class_bytes = vec![ByteSet::EMPTY; stride];
     for b in 0..=255u8 {
         class_bytes[classes[b as usize] as usize].insert(b);
@@ -258,6 +282,7 @@ pub(super) fn build(
         high,
         low,
         low_prefix,
+        full,
         class_bytes,
     };
     if !counter.live(1, 0) {

@@ -689,6 +689,16 @@ mod tests {
                     r#"start ::= "{\"e\": \"" json_len!(#"[a-z]+@[a-z]+(?:\.[a-z]+)*", 5, 9) "\"}";"#,
                     &[br#"{"e": "ab@cd.ef"}"#, br#"{"e": "a@b.c"}"#],
                 );
+                // Free text: slice buckets are taken wholesale while the count has room, and
+                // walked near the maximum (the 26- and 58-byte tokens must not cross it).
+                check(
+                    r#"start ::= "[\"" json_len!(#"(?:[^\"\\\x00-\x1F]|\\[n\"])*", 2, 30) "\"]";"#,
+                    &[
+                        br#"["abcdefghijklmnopqrstuvwxyzab"]"#,
+                        br#"["hello world, abcdefghijklmnop"]"#,
+                        br#"["0123456789\n\"ab"]"#,
+                    ],
+                );
             });
         }
     }

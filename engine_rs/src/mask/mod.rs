@@ -60,9 +60,9 @@ impl CompiledGrammar {
     pub fn new(grammar: Arc<Grammar>, vocab: Arc<Vocabulary>) -> CompiledGrammar {
         let index = cache::token_index(&vocab);
         let lnf = grammar.lnf();
-        // No slice tables for bounded `except!` and length-counted automata (whose state ids
-        // range over (state, count) pairs): their masks walk the whole trie.
-        let mut bounded: Vec<bool> = lnf.dfas.iter().map(|d| d.is_counted()).collect();
+        // No slice tables for bounded `except!`; a length-counted automaton gets those of its
+        // base automaton (see `slice_depth`).
+        let mut bounded = vec![false; lnf.dfas.len()];
         for e in &lnf.excepts {
             if e.max != u32::MAX {
                 bounded[e.dfa as usize] = true;
@@ -72,7 +72,11 @@ impl CompiledGrammar {
             .dfas
             .iter()
             .zip(bounded)
-            .map(|(d, b)| if b { Vec::new() } else { index.slice_depths(d) })
+            .map(|(d, b)| match d.counted_base() {
+                _ if b => Vec::new(),
+                Some(base) => index.slice_depths(&base),
+                None => index.slice_depths(d),
+            })
             .collect();
         let stable = lnf
             .dfas
@@ -190,6 +194,16 @@ impl CompiledGrammar {
             LSym::Except(x) => self.grammar.lnf().excepts[x as usize].dfa,
             _ => return 0,
         };
+        let dfa = &self.grammar.lnf().dfas[d as usize];
+        // A counted state (t, n): the base automaton's depth at t, unless fewer characters than
+        // that bring the count to where it matters (each byte adds at most one character).
+        if let Some((t, slack)) = dfa.counted_parts(state, u32::from(slices::DEPTH_CAP)) {
+            let base = self.depths[d as usize]
+                .get(t as usize)
+                .copied()
+                .unwrap_or(0);
+            return base.min(slack as u8);
+        }
         self.depths[d as usize]
             .get(state as usize)
             .copied()
