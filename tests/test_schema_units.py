@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 
@@ -538,3 +539,33 @@ def test_length_bounds_on_formats_and_patterns_are_exact(
         assert g_bounded.accepts(doc) == want, (base, lo, hi, s)
         accepted += want
     assert accepted > 10
+
+
+@pytest.mark.parametrize(
+    ("schema", "make", "lo", "hi"),
+    [
+        ({"type": "string", "maxLength": 32767}, lambda n: ('é\n"a' * n)[:n], 0, 32767),
+        ({"type": "string", "minLength": 2, "maxLength": 5000}, lambda n: "😀" * n, 2, 5000),
+        (
+            {"type": "string", "pattern": "^ab[a-z]{0,5000}c$"},
+            lambda n: "ab" + "x" * (n - 3) + "c",
+            3,
+            5003,
+        ),
+    ],
+)
+def test_long_counted_strings_are_one_json_len_terminal(
+    schema: dict[str, object], make: Callable[[int], str], lo: int, hi: int
+) -> None:
+    """Strings of one character class with a large count: one ``json_len!`` terminal (not an
+    Earley set per character), exact at the bounds; escapes and astral characters count one."""
+    from structout._engine import compile_grammar
+
+    t = translate(schema)
+    assert "json_len!(" in t.kbnf, t.kbnf
+    g = compile_grammar(t.kbnf)
+    for n in {lo, lo + 1, hi - 1, hi}:
+        assert g.accepts(t.dumps(make(n)).encode()), n
+    for n in (lo - 1, hi + 1):
+        if n >= 0 and len(make(n)) == n:
+            assert not g.accepts(t.dumps(make(n)).encode()), n

@@ -1344,12 +1344,30 @@ def _metrics(node: rx.Node) -> tuple[int, int]:
 
 
 def _counted_chars(node: rx.Node) -> sl.LengthBounded | None:
-    """``c{a,b}`` for a set ``c`` of single characters as ``json_len!(c*, a, b)``; else None."""
-    if node[0] != "rep" or node[3] is None or node[3] > sl.MAX_ENGINE_LENGTH:
+    """``p c{a,b} s`` (``c`` a set of single characters, ``p`` and ``s`` of fixed lengths) as
+    ``json_len!(p c* s, a + |p| + |s|, b + |p| + |s|)``, the same language; else None."""
+    items = node[1] if node[0] == "cat" else (node,)
+    reps = [
+        i
+        for i, x in enumerate(items)
+        if x[0] == "rep" and x[3] is not None and rx.length_range(x[1]) == (1, 1)
+    ]
+    if not reps:
         return None
-    if rx.length_range(node[1]) != (1, 1):
+    i = max(reps, key=lambda j: items[j][3])
+    fixed = 0
+    for j, x in enumerate(items):
+        if j != i:
+            lo, hi = rx.length_range(x)
+            if lo != hi:
+                return None
+            fixed += lo
+    x = items[i]
+    lo, hi = x[2] + fixed, x[3] + fixed
+    if hi > sl.MAX_ENGINE_LENGTH:
         return None
-    return sl.LengthBounded(rx.rep(node[1], 0, None), node[2], node[3])
+    core = rx.cat(*items[:i], rx.rep(x[1], 0, None), *items[i + 1 :])
+    return sl.LengthBounded(core, lo, hi)
 
 
 def _fits(node: rx.Node) -> bool:
