@@ -569,3 +569,27 @@ def test_long_counted_strings_are_one_json_len_terminal(
     for n in (lo - 1, hi + 1):
         if n >= 0 and len(make(n)) == n:
             assert not g.accepts(t.dumps(make(n)).encode()), n
+
+
+def test_anchor_free_alternations_are_not_distributed() -> None:
+    """``^(A|B)X$`` stays one variant (splitting copied ``X`` into every branch: the RFC 3339
+    ``date-time`` format was 4x larger); alternatives holding anchors are still split."""
+    assert len(rx.search_variants(rx.parse_ecma("^(?:a|b|cd)x+$"))) == 1
+    assert len(rx.search_variants(rx.parse_ecma("(?:^a|b)x"))) == 2
+    pat = re.compile(tr.to_rust(rx.compile_pattern("(?:^a|b)x")))
+    for s, ok in [("ax", True), ("zbx", True), ("zax", False), ("bxz", True), ("x", False)]:
+        assert (pat.fullmatch(s) is not None) == ok, s
+    assert len(to_kbnf({"type": "string", "format": "date-time"})) < 6000
+
+
+def test_terminal_text_cache_is_bounded() -> None:
+    from structout.schema._emit import _TextCache
+
+    cache = _TextCache(max_entries=3, max_chars=80)
+    for i in range(10):
+        cache.put((rx.lit(f"k{i}"), False), "x" * 9)
+        assert len(cache.map) <= 3 and cache.chars <= 80
+    assert cache.get((rx.lit("k9"), False)) == "x" * 9
+    assert cache.get((rx.lit("k0"), False)) is None
+    cache.put((rx.lit("big"), False), "y" * 11)  # over max_chars / 8: not kept
+    assert cache.get((rx.lit("big"), False)) is None

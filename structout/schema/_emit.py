@@ -15,6 +15,7 @@ rules (e.g. recursion that can never end).
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Callable
 
@@ -459,6 +460,9 @@ class Emitter:
             return self.length_bounded(real, compact, hint)
         if real == rx.NONE or rx.is_empty(real):
             return None
+        cached = _TERMINAL_TEXTS.get((real, compact))
+        if cached is not None:
+            return self.terminal(cached, hint)
         encoded = tr.json_string_regex(tr.factor(real), compact)
         counted = _counted_chars(real)
         if counted is not None and not _fits(encoded):
@@ -466,6 +470,10 @@ class Emitter:
             # `json_len!` terminal instead of KBNF repetitions of a one-character terminal,
             # which would cost an Earley set per character and full trie walks for masks.
             return self.length_bounded(counted, compact, hint)
+        if _fits(encoded):
+            text = tr.to_rust(encoded)
+            _TERMINAL_TEXTS.put((real, compact), text)
+            return self.terminal(text, hint)
         return self.regex_sym(encoded, hint)
 
     def length_bounded(self, real: sl.LengthBounded, compact: bool, hint: str) -> Sym:
@@ -1341,6 +1349,43 @@ def _metrics(node: rx.Node) -> tuple[int, int]:
         _METRICS.clear()
     _METRICS[id(node)] = (node, states, depth)
     return states, depth
+
+
+class _TextCache:
+    """Terminal texts of string regexes across translations, least recently used first out.
+
+    Formats such as ``date-time`` take tens of milliseconds to encode and print; schemas of one
+    service repeat them. Bounded by the total text held (the keys, regex ASTs, are of the same
+    order) and by the number of entries.
+    """
+
+    def __init__(self, max_entries: int = 256, max_chars: int = 1 << 19) -> None:
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self.chars = 0
+        self.map: OrderedDict[tuple[rx.Node, bool], str] = OrderedDict()
+
+    def get(self, key: tuple[rx.Node, bool]) -> str | None:
+        text = self.map.get(key)
+        if text is not None:
+            self.map.move_to_end(key)
+        return text
+
+    def put(self, key: tuple[rx.Node, bool], text: str) -> None:
+        if len(text) > self.max_chars // 8 or key in self.map:
+            return
+        self.map[key] = text
+        self.chars += len(text)
+        while self.chars > self.max_chars or len(self.map) > self.max_entries:
+            _, old = self.map.popitem(last=False)
+            self.chars -= len(old)
+
+    def clear(self) -> None:
+        self.map.clear()
+        self.chars = 0
+
+
+_TERMINAL_TEXTS = _TextCache()
 
 
 def _counted_chars(node: rx.Node) -> sl.LengthBounded | None:

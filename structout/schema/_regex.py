@@ -531,6 +531,9 @@ def _split_leading(node: Node) -> list[tuple[bool, Node]]:
     if t == "bol":
         return [(True, EPS)]
     if t == "alt":
+        if not _has_anchor(node):
+            # one variant: splitting would copy what follows into every branch
+            return [(False, node)]
         out: list[tuple[bool, Node]] = []
         for x in node[1]:
             out.extend(_split_leading(x))
@@ -560,6 +563,8 @@ def _split_trailing(node: Node) -> list[tuple[bool, Node]]:
     if t == "eol":
         return [(True, EPS)]
     if t == "alt":
+        if not _has_anchor(node):
+            return [(False, node)]
         out: list[tuple[bool, Node]] = []
         for x in node[1]:
             out.extend(_split_trailing(x))
