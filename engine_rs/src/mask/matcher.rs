@@ -704,6 +704,29 @@ mod tests {
     }
 
     #[test]
+    fn more_than_64_lexemes_equal_brute_force() {
+        // 150 keys that stay separate terminals (each production continues with a
+        // nonterminal), with shared prefixes so that lexemes end at different depths.
+        let keys: Vec<String> = (0..150)
+            .map(|i| format!("p{i} ::= '\"a{i}\": ' v;"))
+            .collect();
+        let alts: Vec<String> = (0..150).map(|i| format!("p{i}")).collect();
+        let grammar = format!(
+            "start ::= '{{' ({}) (', ' ({}))* '}}'; v ::= '0' | 'true' | '[' v ']'; {}",
+            alts.join(" | "),
+            alts.join(" | "),
+            keys.join(" ")
+        );
+        check(
+            &grammar,
+            &[
+                br#"{"a1": 0, "a10": [true], "a149": [[0]]}"#,
+                br#"{"a99": true}"#,
+            ],
+        );
+    }
+
+    #[test]
     fn bare_literal_masks_equal_brute_force() {
         check(
             "start ::= 'a' start | 'bt' | 'b' 'e'*;",
