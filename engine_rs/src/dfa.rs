@@ -13,6 +13,9 @@
 //! the same interface and invariants with states that are (base state, count) pairs.
 
 mod counted;
+mod regular;
+
+pub use regular::RightLinear;
 
 use std::collections::VecDeque;
 use std::hash::Hasher;
@@ -806,46 +809,7 @@ impl Combiner<'_> {
 
     /// Byte classes refining every part's classes.
     fn classes(&self) -> ([u8; 256], Vec<u8>) {
-        let mut cls = [0u16; 256];
-        let mut lit_bytes = ByteSet::EMPTY;
-        let mut seen: rustc_hash::FxHashSet<*const Dfa> = Default::default();
-        let refine = |cls: &mut [u16; 256], part_class: &dyn Fn(u8) -> u16| {
-            let mut map: FxHashMap<(u16, u16), u16> = FxHashMap::default();
-            for b in 0..=255u8 {
-                let n = map.len() as u16;
-                cls[b as usize] = *map.entry((cls[b as usize], part_class(b))).or_insert(n);
-            }
-        };
-        for p in self.parts {
-            match p {
-                Part::Dfa(d) => {
-                    // Parts often repeat one DFA (a run of the same terminal): refine once.
-                    if seen.insert(*d as *const Dfa) {
-                        refine(&mut cls, &|b| d.classes[b as usize] as u16);
-                    }
-                }
-                Part::Lit(l) => l.iter().for_each(|&b| lit_bytes.insert(b)),
-            }
-        }
-        if !lit_bytes.is_empty() {
-            refine(&mut cls, &|b| {
-                if lit_bytes.contains(b) {
-                    b as u16 + 1
-                } else {
-                    0
-                }
-            });
-        }
-        let mut classes = [0u8; 256];
-        let mut reps = Vec::new();
-        for b in 0..=255u8 {
-            let c = cls[b as usize];
-            if c as usize == reps.len() {
-                reps.push(b);
-            }
-            classes[b as usize] = c as u8;
-        }
-        (classes, reps)
+        part_classes(self.parts)
     }
 
     /// Breadth-first exploration of the state sets under `budget`.
@@ -1125,6 +1089,50 @@ struct Explored {
     trans: Vec<u32>,
     accept: Vec<bool>,
     reps: Vec<u8>,
+}
+
+/// Byte classes (and one representative byte each) that every part treats alike.
+fn part_classes(parts: &[Part<'_>]) -> ([u8; 256], Vec<u8>) {
+    let mut cls = [0u16; 256];
+    let mut lit_bytes = ByteSet::EMPTY;
+    let mut seen: rustc_hash::FxHashSet<*const Dfa> = Default::default();
+    let refine = |cls: &mut [u16; 256], part_class: &dyn Fn(u8) -> u16| {
+        let mut map: FxHashMap<(u16, u16), u16> = FxHashMap::default();
+        for b in 0..=255u8 {
+            let n = map.len() as u16;
+            cls[b as usize] = *map.entry((cls[b as usize], part_class(b))).or_insert(n);
+        }
+    };
+    for p in parts {
+        match p {
+            Part::Dfa(d) => {
+                // Parts often repeat one DFA (a run of the same terminal): refine once.
+                if seen.insert(*d as *const Dfa) {
+                    refine(&mut cls, &|b| d.classes[b as usize] as u16);
+                }
+            }
+            Part::Lit(l) => l.iter().for_each(|&b| lit_bytes.insert(b)),
+        }
+    }
+    if !lit_bytes.is_empty() {
+        refine(&mut cls, &|b| {
+            if lit_bytes.contains(b) {
+                b as u16 + 1
+            } else {
+                0
+            }
+        });
+    }
+    let mut classes = [0u8; 256];
+    let mut reps = Vec::new();
+    for b in 0..=255u8 {
+        let c = cls[b as usize];
+        if c as usize == reps.len() {
+            reps.push(b);
+        }
+        classes[b as usize] = c as u8;
+    }
+    (classes, reps)
 }
 
 /// Byte classes of a product automaton: bytes with equal `key` (their classes in each factor)

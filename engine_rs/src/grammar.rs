@@ -25,6 +25,10 @@ pub struct CompileOptions {
     /// Bytes of token masks cached per compiled grammar (keys plus masks; 0 disables the
     /// cache). When full, the cache starts over, so it never holds more than this.
     pub mask_cache_bytes: usize,
+    /// Compile each right-linear part of the grammar (rules whose language is regular by shape)
+    /// into one regex terminal, within `dfa_size_limit` (default true). Off, such rules are
+    /// parsed as rules (tests of the Earley machinery use that).
+    pub regular_terminals: bool,
 }
 
 impl Default for CompileOptions {
@@ -38,6 +42,7 @@ impl Default for CompileOptions {
             max_total_items: 1 << 27,
             max_work_per_byte: 1 << 18,
             mask_cache_bytes: 64 << 20,
+            regular_terminals: true,
         }
     }
 }
@@ -101,10 +106,43 @@ impl Grammar {
 mod tests {
     use super::*;
 
+    /// The LNF of `text` with right-linear rules kept as rules (to see the other passes).
     fn lnf(text: &str) -> String {
+        let opts = CompileOptions {
+            regular_terminals: false,
+            ..CompileOptions::default()
+        };
+        Grammar::compile(text, &opts)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .lnf_debug()
+    }
+
+    fn lnf_collapsed(text: &str) -> String {
         Grammar::compile(text, &CompileOptions::default())
             .unwrap_or_else(|e| panic!("{e}"))
             .lnf_debug()
+    }
+
+    #[test]
+    fn right_linear_rules_become_one_terminal() {
+        // Regular by shape: one DFA, also through right recursion and nullable tails.
+        assert_eq!(
+            lnf_collapsed("start ::= 'ab' start | 'ab' A; A ::= 'c' 'd' | 'e' A;"),
+            "start#0 ::= #regex0[7 states];\n"
+        );
+        // The automaton rules of the translator (s0 ::= '' | c s1 ...) inside quotes merge into
+        // one terminal with them.
+        assert_eq!(
+            lnf_collapsed(
+                "start ::= '[' s0 ']' start | 'x'; s0 ::= '' | #\"[a-z]\" s1; s1 ::= #\"[0-9]\" s0;"
+            ),
+            "start#0 ::= #regex0[5 states] start#0 | \"x\";\n"
+        );
+        // Self-embedding stays context-free.
+        assert_eq!(
+            lnf_collapsed("start ::= '(' start ')' | 'x';"),
+            "start#0 ::= \"(\" start#0 \")\" | \"x\";\n"
+        );
     }
 
     fn err(text: &str) -> String {

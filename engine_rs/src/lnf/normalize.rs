@@ -5,7 +5,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::bnf::{Bnf, Sym};
-use crate::dfa::{CombineBudget, Dfa, Part};
+use crate::dfa::{CombineBudget, Dfa, Part, RightLinear};
 use crate::error::{Diagnostic, ErrorKind, Span};
 use crate::grammar::CompileOptions;
 
@@ -20,6 +20,9 @@ pub fn normalize(bnf: &mut Bnf, opts: &CompileOptions) -> Result<bool, Diagnosti
     // does the work of a lexer inside one DFA instead of creating Earley items per piece.
     let mut merger = Merger::new(opts);
     inline_single_terminals(bnf);
+    if opts.regular_terminals {
+        collapse_right_linear(bnf, &mut merger);
+    }
     merge_terminal_runs(bnf, &mut merger);
     let start_nullable = eliminate_nullable(bnf);
     check_size(bnf, opts)?;
@@ -394,6 +397,143 @@ impl Merger {
         });
         self.cache.insert(key, result);
         result
+    }
+}
+
+/// Replaces each right-linear nonterminal (every production a run of terminals, optionally followed
+/// by a right-linear nonterminal) that is used elsewhere, or is the start, by one regex terminal
+/// for its language (see [`RightLinear`]): an Earley set per byte of the regular part becomes a
+/// DFA step, and the token-mask walk sees one lexeme. Over budget, the rules stay.
+fn collapse_right_linear(bnf: &mut Bnf, merger: &mut Merger) {
+    let n = bnf.rules.len();
+    let terminal_ok = |s: Sym| match s {
+        Sym::Lit(_) => true,
+        Sym::Regex(r) => !bnf.regexes[r as usize].dfa.is_counted(),
+        Sym::Nt(_) | Sym::Except(_) => false,
+    };
+    let body = |alt: &[Sym]| -> usize {
+        match alt.last() {
+            Some(Sym::Nt(_)) => alt.len() - 1,
+            _ => alt.len(),
+        }
+    };
+    let mut linear: Vec<bool> = bnf
+        .rules
+        .iter()
+        .map(|alts| {
+            !alts.is_empty()
+                && alts
+                    .iter()
+                    .all(|alt| alt[..body(alt)].iter().all(|&s| terminal_ok(s)))
+        })
+        .collect();
+    // Tails must be right-linear too: remove until nothing changes.
+    loop {
+        let mut changed = false;
+        for nt in 0..n {
+            if linear[nt]
+                && bnf.rules[nt]
+                    .iter()
+                    .any(|alt| matches!(alt.last(), Some(&Sym::Nt(m)) if !linear[m as usize]))
+            {
+                linear[nt] = false;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Only nonterminals whose rules continue into others: plain alternations of terminal runs
+    // are merged by the other passes already.
+    let chained = |nt: usize| {
+        bnf.rules[nt]
+            .iter()
+            .any(|alt| matches!(alt.last(), Some(Sym::Nt(_))))
+    };
+    let mut entry = vec![false; n];
+    entry[bnf.start as usize] = linear[bnf.start as usize] && chained(bnf.start as usize);
+    for (nt, alts) in bnf.rules.iter().enumerate() {
+        if !linear[nt] {
+            for s in alts.iter().flatten() {
+                if let &Sym::Nt(m) = s {
+                    entry[m as usize] |= linear[m as usize] && chained(m as usize);
+                }
+            }
+        }
+    }
+    if !entry.iter().any(|&e| e) {
+        return;
+    }
+    // Right-linear nonterminals, renumbered densely.
+    let mut index = vec![u32::MAX; n];
+    let mut members = Vec::new();
+    for nt in (0..n).filter(|&nt| linear[nt]) {
+        index[nt] = members.len() as u32;
+        members.push(nt);
+    }
+    let built: Vec<(usize, Dfa)> = {
+        let grammar = RightLinear {
+            rules: members
+                .iter()
+                .map(|&nt| {
+                    bnf.rules[nt]
+                        .iter()
+                        .map(|alt| {
+                            let k = body(alt);
+                            let parts = alt[..k]
+                                .iter()
+                                .map(|&s| match s {
+                                    Sym::Lit(l) => Part::Lit(&bnf.literals[l as usize]),
+                                    Sym::Regex(r) => Part::Dfa(&bnf.regexes[r as usize].dfa),
+                                    _ => unreachable!("right-linear bodies are terminals"),
+                                })
+                                .collect();
+                            let tail = match alt.get(k) {
+                                Some(&Sym::Nt(m)) => Some(index[m as usize]),
+                                _ => None,
+                            };
+                            (parts, tail)
+                        })
+                        .collect()
+                })
+                .collect(),
+        };
+        let mut out = Vec::new();
+        for &nt in members.iter().filter(|&&nt| entry[nt]) {
+            let mut budget = CombineBudget {
+                size_limit: merger.size_limit,
+                steps: merger.steps_left.min(merger.size_limit as u64),
+            };
+            let before = budget.steps;
+            let dfa = grammar.dfa(index[nt], &mut budget);
+            merger.steps_left -= before - budget.steps;
+            if let Ok(dfa) = dfa {
+                out.push((nt, dfa));
+            }
+        }
+        out
+    };
+    let mut replace = vec![None; n];
+    for (nt, dfa) in built {
+        let id = bnf.add_regex(format!("<regular {}>", bnf.names[nt]), dfa);
+        replace[nt] = Some(Sym::Regex(id));
+    }
+    for (nt, alts) in bnf.rules.iter_mut().enumerate() {
+        if linear[nt] {
+            continue;
+        }
+        for s in alts.iter_mut().flatten() {
+            if let &mut Sym::Nt(m) = s {
+                if let Some(t) = replace[m as usize] {
+                    *s = t;
+                }
+            }
+        }
+    }
+    let start = bnf.start as usize;
+    if let Some(t) = replace[start] {
+        bnf.rules[start] = vec![vec![t]];
     }
 }
 

@@ -45,6 +45,7 @@ pub(crate) fn options(
         max_total_items: max_total_items.unwrap_or(d.max_total_items),
         max_work_per_byte: max_work_per_byte.unwrap_or(d.max_work_per_byte),
         mask_cache_bytes: d.mask_cache_bytes,
+        regular_terminals: d.regular_terminals,
     }
 }
 

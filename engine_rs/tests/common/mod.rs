@@ -44,8 +44,25 @@ pub fn compile(text: &str) -> Result<Arc<Grammar>, String> {
 
 /// Compiles grammar text with another start symbol.
 pub fn compile_with_start(text: &str, start: &str) -> Result<Arc<Grammar>, String> {
+    compile_with(text, start, true)
+}
+
+/// Compiles grammar text with right-linear rules as rules (`regular_terminals: false`), so
+/// that tests of the Earley machinery (Leo, right recursion) see them.
+#[allow(dead_code)]
+pub fn compile_as_rules(text: &str) -> Result<Arc<Grammar>, String> {
+    compile_with(text, "start", false)
+}
+
+/// Compiles grammar text with a start symbol, right-linear rules collapsed or not.
+pub fn compile_with(
+    text: &str,
+    start: &str,
+    regular_terminals: bool,
+) -> Result<Arc<Grammar>, String> {
     let opts = CompileOptions {
         start: start.to_string(),
+        regular_terminals,
         ..CompileOptions::default()
     };
     Grammar::compile(text, &opts)

@@ -1,0 +1,174 @@
+//! One DFA for a right-linear part of a grammar (a regular language written as rules).
+//!
+//! A nonterminal is right-linear when each of its productions is a run of terminals optionally
+//! followed by one right-linear nonterminal (`s ::= '' | 'a' s | [0-9] t;`, the rules the
+//! translator writes for automata, right-recursive lists, ...). Its language is regular, and
+//! scanning it as one terminal lets the recognizer and the token-mask walk treat it as a single
+//! lexeme (a DFA step per byte) instead of an Earley set per piece.
+//!
+//! Construction: the subset construction over items `(production, terminal index, terminal
+//! state)`, closed under "a terminal that can end moves on to the next one" and "a finished
+//! production enters the productions of its tail nonterminal"; a set holding a finished
+//! production without tail accepts. Bounded like every combination of automata: the table by
+//! `size_limit`, the work by the budget's steps, and the sets themselves by `size_limit` too.
+
+use rustc_hash::FxHashSet;
+
+use super::{explore, part_classes, CombineBudget, Dfa, DfaError, Part};
+
+/// A right-linear grammar: per nonterminal, productions of terminals and an optional tail
+/// nonterminal (an index into the same list).
+pub struct RightLinear<'a> {
+    pub rules: Vec<Vec<(Vec<Part<'a>>, Option<u32>)>>,
+}
+
+/// An item: production (flat index), terminal index, state of that terminal.
+type Item = (u32, u32, u32);
+
+impl<'a> RightLinear<'a> {
+    /// The DFA of the language of nonterminal `entry`.
+    pub fn dfa(&self, entry: u32, budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        let mut prods: Vec<(&[Part<'a>], Option<u32>)> = Vec::new();
+        let mut first_prod: Vec<u32> = Vec::with_capacity(self.rules.len() + 1);
+        for alts in &self.rules {
+            first_prod.push(prods.len() as u32);
+            prods.extend(alts.iter().map(|(parts, tail)| (parts.as_slice(), *tail)));
+        }
+        first_prod.push(prods.len() as u32);
+        let all: Vec<Part<'a>> = prods
+            .iter()
+            .flat_map(|(parts, _)| parts.iter().copied())
+            .collect();
+        let (classes, reps) = part_classes(&all);
+        let size_limit = budget.size_limit;
+        let steps = std::cell::Cell::new(budget.steps);
+        // Items held by all sets discovered so far (memory of the set index).
+        let held = std::cell::Cell::new(0usize);
+        let closer = Closer {
+            prods: &prods,
+            first_prod: &first_prod,
+        };
+        let mut start = Set::default();
+        closer.enter(entry, &mut start, &mut FxHashSet::default());
+        let start = start.finish();
+        let result = explore(
+            start,
+            &reps,
+            |set: &Set, b| {
+                let cost = set.items.len() as u64 + 1;
+                let left = steps.get();
+                if left < cost {
+                    return Err(DfaError::TooSlow { steps: left });
+                }
+                steps.set(left - cost);
+                let mut next = Set::default();
+                let mut entered = FxHashSet::default();
+                for &(p, i, s) in &set.items {
+                    let part = &prods[p as usize].0[i as usize];
+                    let t = part.next(s, b);
+                    if t != super::DEAD {
+                        closer.at(p, i, t, &mut next, &mut entered);
+                    }
+                }
+                if next.items.is_empty() && !next.accept {
+                    return Ok(None);
+                }
+                let next = next.finish();
+                held.set(held.get() + next.items.len());
+                if held.get() * 16 > size_limit {
+                    return Err(DfaError::TooBig { limit: size_limit });
+                }
+                Ok(Some(next))
+            },
+            |set: &Set| set.accept,
+            size_limit,
+        );
+        budget.steps = steps.get();
+        let explored = result?;
+        let (explored, classes) = explored.merge_equal_classes(classes);
+        Ok(explored.finish(classes))
+    }
+}
+
+/// A DFA state: sorted, deduplicated items, and whether a production without tail finished.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+struct Set {
+    items: Vec<Item>,
+    accept: bool,
+}
+
+impl Set {
+    fn finish(mut self) -> Set {
+        self.items.sort_unstable();
+        self.items.dedup();
+        self
+    }
+}
+
+struct Closer<'p, 'a> {
+    prods: &'p [(&'p [Part<'a>], Option<u32>)],
+    first_prod: &'p [u32],
+}
+
+/// Closure work, done with an explicit stack (chains of rules can be long).
+enum Work {
+    /// Enter the productions of a nonterminal (once per set).
+    Enter(u32),
+    /// Production `p` about to read its terminal `i` (finished when `i` is past the end).
+    Begin(u32, u32),
+}
+
+impl Closer<'_, '_> {
+    fn enter(&self, nt: u32, set: &mut Set, entered: &mut FxHashSet<u32>) {
+        self.run(vec![Work::Enter(nt)], set, entered);
+    }
+
+    /// Terminal `i` of production `p` in (live) state `s`: kept while it can go on, and the next
+    /// terminal begins where it can end.
+    fn at(&self, p: u32, i: u32, s: u32, set: &mut Set, entered: &mut FxHashSet<u32>) {
+        let mut stack = Vec::new();
+        self.visit(p, i, s, set, &mut stack);
+        self.run(stack, set, entered);
+    }
+
+    fn visit(&self, p: u32, i: u32, s: u32, set: &mut Set, stack: &mut Vec<Work>) {
+        let part = &self.prods[p as usize].0[i as usize];
+        if part.is_live(s) {
+            set.items.push((p, i, s));
+        }
+        if part.is_accept(s) {
+            stack.push(Work::Begin(p, i + 1));
+        }
+    }
+
+    fn run(&self, mut stack: Vec<Work>, set: &mut Set, entered: &mut FxHashSet<u32>) {
+        while let Some(w) = stack.pop() {
+            match w {
+                Work::Enter(nt) => {
+                    if entered.insert(nt) {
+                        let (lo, hi) = (
+                            self.first_prod[nt as usize],
+                            self.first_prod[nt as usize + 1],
+                        );
+                        stack.extend((lo..hi).map(|p| Work::Begin(p, 0)));
+                    }
+                }
+                Work::Begin(p, i) => {
+                    let (parts, tail) = self.prods[p as usize];
+                    match parts.get(i as usize) {
+                        Some(part) => {
+                            let s = part.start();
+                            if s != super::DEAD {
+                                self.visit(p, i, s, set, &mut stack);
+                            }
+                        }
+                        None => match tail {
+                            Some(nt) => stack.push(Work::Enter(nt)),
+                            None => set.accept = true,
+                        },
+                    }
+                }
+            }
+        }
+    }
+}
