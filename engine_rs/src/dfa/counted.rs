@@ -46,8 +46,9 @@ pub(super) struct Counter {
     low_prefix: usize,
     /// Per distinct layer: whether it holds every base state (the count does not matter there).
     full: Vec<bool>,
-    /// The bytes of each byte class.
+    /// The bytes of each byte class, and one representative byte of each.
     class_bytes: Vec<ByteSet>,
+    reps: Vec<u8>,
 }
 
 /// Most edge visits spent computing layers, per byte of `dfa_size_limit` (the computation is
@@ -55,8 +56,9 @@ pub(super) struct Counter {
 const WORK_PER_LIMIT_BYTE: u64 = 4;
 
 impl Counter {
+    /// `(base state, count)` of a state id.
     #[inline]
-    fn split(&self, state: u32) -> (u32, u32) {
+    pub(super) fn parts(&self, state: u32) -> (u32, u32) {
         (state / self.width, state % self.width)
     }
 
@@ -86,7 +88,7 @@ impl Counter {
 
     #[inline]
     pub(super) fn next(&self, base: &Dfa, state: u32, byte: u8) -> u32 {
-        let (t, n) = self.split(state);
+        let (t, n) = self.parts(state);
         let i = (t * base.stride + u32::from(base.classes[byte as usize])) as usize;
         let t2 = base.trans[i];
         if t2 == DEAD {
@@ -101,7 +103,7 @@ impl Counter {
 
     #[inline]
     pub(super) fn is_accept(&self, base: &Dfa, state: u32) -> bool {
-        let (t, n) = self.split(state);
+        let (t, n) = self.parts(state);
         t != DEAD && base.accept[t as usize] && n >= self.min
     }
 
@@ -110,10 +112,8 @@ impl Counter {
         if state == DEAD {
             return out;
         }
-        for (c, bytes) in self.class_bytes.iter().enumerate() {
-            let rep = bytes.iter().next().expect("classes are not empty");
+        for (bytes, &rep) in self.class_bytes.iter().zip(&self.reps) {
             if self.next(base, state, rep) != DEAD {
-                debug_assert_eq!(base.classes[rep as usize] as usize, c);
                 out.union_with(bytes);
             }
         }
@@ -121,16 +121,7 @@ impl Counter {
     }
 
     pub(super) fn can_continue(&self, base: &Dfa, state: u32) -> bool {
-        state != DEAD
-            && self
-                .class_bytes
-                .iter()
-                .any(|b| self.next(base, state, b.iter().next().expect("not empty")) != DEAD)
-    }
-
-    /// `(base state, count)` of a state id.
-    pub(super) fn parts(&self, state: u32) -> (u32, u32) {
-        self.split(state)
+        state != DEAD && self.reps.iter().any(|&b| self.next(base, state, b) != DEAD)
     }
 
     /// How many consecutive counts from `n` on (at most `cap`) have a full layer: below that many
@@ -152,6 +143,7 @@ impl Counter {
             + self.layers.len() * 8
             + (self.high.len() + self.low.len()) * 4
             + self.class_bytes.len() * 32
+            + self.reps.len()
     }
 }
 
@@ -284,6 +276,7 @@ pub(super) fn build(
         low_prefix,
         full,
         class_bytes,
+        reps,
     };
     if !counter.live(1, 0) {
         return Ok(Dfa::empty());

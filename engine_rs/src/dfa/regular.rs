@@ -16,23 +16,29 @@ use rustc_hash::FxHashSet;
 
 use super::{explore, part_classes, CombineBudget, Dfa, DfaError, Part};
 
-/// A right-linear grammar: per nonterminal, productions of terminals and an optional tail
-/// nonterminal (an index into the same list).
+/// A right-linear grammar, flattened once for the automata of all its entry nonterminals.
 pub struct RightLinear<'a> {
-    pub rules: Vec<Vec<(Vec<Part<'a>>, Option<u32>)>>,
+    /// Productions of all nonterminals, in order: terminals and an optional tail nonterminal.
+    prods: Vec<(Vec<Part<'a>>, Option<u32>)>,
+    /// `prods[first_prod[nt]..first_prod[nt + 1]]` are the productions of nonterminal `nt`.
+    first_prod: Vec<u32>,
+    /// Byte classes that every terminal treats alike, one representative byte each.
+    classes: [u8; 256],
+    reps: Vec<u8>,
 }
 
 /// An item: production (flat index), terminal index, state of that terminal.
 type Item = (u32, u32, u32);
 
 impl<'a> RightLinear<'a> {
-    /// The DFA of the language of nonterminal `entry`.
-    pub fn dfa(&self, entry: u32, budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
-        let mut prods: Vec<(&[Part<'a>], Option<u32>)> = Vec::new();
-        let mut first_prod: Vec<u32> = Vec::with_capacity(self.rules.len() + 1);
-        for alts in &self.rules {
+    /// `rules[nt]`: the productions of nonterminal `nt`, as terminals and an optional tail (an
+    /// index into `rules`).
+    pub fn new(rules: Vec<Vec<(Vec<Part<'a>>, Option<u32>)>>) -> RightLinear<'a> {
+        let mut prods = Vec::new();
+        let mut first_prod = Vec::with_capacity(rules.len() + 1);
+        for alts in rules {
             first_prod.push(prods.len() as u32);
-            prods.extend(alts.iter().map(|(parts, tail)| (parts.as_slice(), *tail)));
+            prods.extend(alts);
         }
         first_prod.push(prods.len() as u32);
         let all: Vec<Part<'a>> = prods
@@ -40,20 +46,28 @@ impl<'a> RightLinear<'a> {
             .flat_map(|(parts, _)| parts.iter().copied())
             .collect();
         let (classes, reps) = part_classes(&all);
+        RightLinear {
+            prods,
+            first_prod,
+            classes,
+            reps,
+        }
+    }
+
+    /// The DFA of the language of nonterminal `entry`.
+    pub fn dfa(&self, entry: u32, budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
         let size_limit = budget.size_limit;
         let steps = std::cell::Cell::new(budget.steps);
-        // Items held by all sets discovered so far (memory of the set index).
+        // Items of every set produced (rediscovered ones included): an upper bound on the
+        // memory of the set index.
         let held = std::cell::Cell::new(0usize);
-        let closer = Closer {
-            prods: &prods,
-            first_prod: &first_prod,
-        };
+        let mut scratch = Closure::default();
         let mut start = Set::default();
-        closer.enter(entry, &mut start, &mut FxHashSet::default());
+        self.enter(entry, &mut start, &mut scratch);
         let start = start.finish();
         let result = explore(
             start,
-            &reps,
+            &self.reps,
             |set: &Set, b| {
                 let cost = set.items.len() as u64 + 1;
                 let left = steps.get();
@@ -62,12 +76,11 @@ impl<'a> RightLinear<'a> {
                 }
                 steps.set(left - cost);
                 let mut next = Set::default();
-                let mut entered = FxHashSet::default();
+                scratch.entered.clear();
                 for &(p, i, s) in &set.items {
-                    let part = &prods[p as usize].0[i as usize];
-                    let t = part.next(s, b);
+                    let t = self.prods[p as usize].0[i as usize].next(s, b);
                     if t != super::DEAD {
-                        closer.at(p, i, t, &mut next, &mut entered);
+                        self.at(p, i, t, &mut next, &mut scratch);
                     }
                 }
                 if next.items.is_empty() && !next.accept {
@@ -85,8 +98,63 @@ impl<'a> RightLinear<'a> {
         );
         budget.steps = steps.get();
         let explored = result?;
-        let (explored, classes) = explored.merge_equal_classes(classes);
+        let (explored, classes) = explored.merge_equal_classes(self.classes);
         Ok(explored.finish(classes))
+    }
+
+    fn enter(&self, nt: u32, set: &mut Set, scratch: &mut Closure) {
+        scratch.entered.clear();
+        scratch.stack.push(Work::Enter(nt));
+        self.run(set, scratch);
+    }
+
+    /// Terminal `i` of production `p` in (live) state `s`: kept while it can go on, and the next
+    /// terminal begins where it can end.
+    fn at(&self, p: u32, i: u32, s: u32, set: &mut Set, scratch: &mut Closure) {
+        self.visit(p, i, s, set, &mut scratch.stack);
+        self.run(set, scratch);
+    }
+
+    fn visit(&self, p: u32, i: u32, s: u32, set: &mut Set, stack: &mut Vec<Work>) {
+        let part = &self.prods[p as usize].0[i as usize];
+        if part.is_live(s) {
+            set.items.push((p, i, s));
+        }
+        if part.is_accept(s) {
+            stack.push(Work::Begin(p, i + 1));
+        }
+    }
+
+    /// Closes `set` under the work on the scratch stack.
+    fn run(&self, set: &mut Set, scratch: &mut Closure) {
+        while let Some(w) = scratch.stack.pop() {
+            match w {
+                Work::Enter(nt) => {
+                    if scratch.entered.insert(nt) {
+                        let (lo, hi) = (
+                            self.first_prod[nt as usize],
+                            self.first_prod[nt as usize + 1],
+                        );
+                        scratch.stack.extend((lo..hi).map(|p| Work::Begin(p, 0)));
+                    }
+                }
+                Work::Begin(p, i) => {
+                    let (parts, tail) = &self.prods[p as usize];
+                    match parts.get(i as usize) {
+                        Some(part) => {
+                            let s = part.start();
+                            if s != super::DEAD {
+                                self.visit(p, i, s, set, &mut scratch.stack);
+                            }
+                        }
+                        None => match tail {
+                            Some(nt) => scratch.stack.push(Work::Enter(*nt)),
+                            None => set.accept = true,
+                        },
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -105,9 +173,12 @@ impl Set {
     }
 }
 
-struct Closer<'p, 'a> {
-    prods: &'p [(&'p [Part<'a>], Option<u32>)],
-    first_prod: &'p [u32],
+/// Scratch space of the closure: the work stack and the nonterminals entered in the set being
+/// built (entering one twice adds nothing).
+#[derive(Default)]
+struct Closure {
+    stack: Vec<Work>,
+    entered: FxHashSet<u32>,
 }
 
 /// Closure work, done with an explicit stack (chains of rules can be long).
@@ -116,59 +187,4 @@ enum Work {
     Enter(u32),
     /// Production `p` about to read its terminal `i` (finished when `i` is past the end).
     Begin(u32, u32),
-}
-
-impl Closer<'_, '_> {
-    fn enter(&self, nt: u32, set: &mut Set, entered: &mut FxHashSet<u32>) {
-        self.run(vec![Work::Enter(nt)], set, entered);
-    }
-
-    /// Terminal `i` of production `p` in (live) state `s`: kept while it can go on, and the next
-    /// terminal begins where it can end.
-    fn at(&self, p: u32, i: u32, s: u32, set: &mut Set, entered: &mut FxHashSet<u32>) {
-        let mut stack = Vec::new();
-        self.visit(p, i, s, set, &mut stack);
-        self.run(stack, set, entered);
-    }
-
-    fn visit(&self, p: u32, i: u32, s: u32, set: &mut Set, stack: &mut Vec<Work>) {
-        let part = &self.prods[p as usize].0[i as usize];
-        if part.is_live(s) {
-            set.items.push((p, i, s));
-        }
-        if part.is_accept(s) {
-            stack.push(Work::Begin(p, i + 1));
-        }
-    }
-
-    fn run(&self, mut stack: Vec<Work>, set: &mut Set, entered: &mut FxHashSet<u32>) {
-        while let Some(w) = stack.pop() {
-            match w {
-                Work::Enter(nt) => {
-                    if entered.insert(nt) {
-                        let (lo, hi) = (
-                            self.first_prod[nt as usize],
-                            self.first_prod[nt as usize + 1],
-                        );
-                        stack.extend((lo..hi).map(|p| Work::Begin(p, 0)));
-                    }
-                }
-                Work::Begin(p, i) => {
-                    let (parts, tail) = self.prods[p as usize];
-                    match parts.get(i as usize) {
-                        Some(part) => {
-                            let s = part.start();
-                            if s != super::DEAD {
-                                self.visit(p, i, s, set, &mut stack);
-                            }
-                        }
-                        None => match tail {
-                            Some(nt) => stack.push(Work::Enter(nt)),
-                            None => set.accept = true,
-                        },
-                    }
-                }
-            }
-        }
-    }
 }

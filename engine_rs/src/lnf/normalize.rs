@@ -473,8 +473,8 @@ fn collapse_right_linear(bnf: &mut Bnf, merger: &mut Merger) {
         members.push(nt);
     }
     let built: Vec<(usize, Dfa)> = {
-        let grammar = RightLinear {
-            rules: members
+        let grammar = RightLinear::new(
+            members
                 .iter()
                 .map(|&nt| {
                     bnf.rules[nt]
@@ -498,7 +498,7 @@ fn collapse_right_linear(bnf: &mut Bnf, merger: &mut Merger) {
                         .collect()
                 })
                 .collect(),
-        };
+        );
         let mut out = Vec::new();
         for &nt in members.iter().filter(|&&nt| entry[nt]) {
             let mut budget = CombineBudget {

@@ -72,10 +72,14 @@ impl CompiledGrammar {
             .dfas
             .iter()
             .zip(bounded)
-            .map(|(d, b)| match d.counted_base() {
-                _ if b => Vec::new(),
-                Some(base) => index.slice_depths(&base),
-                None => index.slice_depths(d),
+            .map(|(d, b)| {
+                if b {
+                    Vec::new()
+                } else if let Some(base) = d.counted_base() {
+                    index.slice_depths(&base)
+                } else {
+                    index.slice_depths(d)
+                }
             })
             .collect();
         let stable = lnf
