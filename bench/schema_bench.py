@@ -90,11 +90,9 @@ import argparse
 import copy
 import functools
 import gc
-import gzip
 import importlib
 import inspect
 import json
-import random
 import re
 import subprocess
 import sys
@@ -117,6 +115,7 @@ from mask_bench import (
     find_llama3_tokenizer,
     fmt,
     perf_ns,
+    sample_schemas,
     summarize,
     walk,
 )
@@ -174,39 +173,10 @@ class Doc:
 def load_cases(
     data_dir: Path, subsets: list[str] | None, n_schemas: int, docs_per_schema: int, seed: int
 ) -> tuple[list[Case], int]:
-    """Deterministic sample; the same procedure as ``mask_bench.load_documents`` (so the same
-    seed selects the same schemas and documents), keeping the schemas."""
-    files = sorted(data_dir.glob("*.jsonl.gz"))
-    if subsets:
-        wanted = set(subsets)
-        files = [f for f in files if f.name[: -len(".jsonl.gz")] in wanted]
-        missing = wanted - {f.name[: -len(".jsonl.gz")] for f in files}
-        if missing:
-            raise SystemExit(f"error: no subset file for {sorted(missing)} in {data_dir}")
-    if not files:
-        raise SystemExit(
-            f"error: no *.jsonl.gz files in {data_dir}\n"
-            "hint: pass --data-dir pointing at shared/data/maskbench"
-        )
-    candidates: list[tuple[str, Any, list[tuple[int, Any]]]] = []
-    for path in files:
-        subset = path.name[: -len(".jsonl.gz")]
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            for line_no, line in enumerate(fh):
-                row = json.loads(line)
-                valid = [
-                    (i, t["data"]) for i, t in enumerate(row.get("tests", [])) if t.get("valid")
-                ]
-                if valid:
-                    name = row.get("name") or f"line{line_no}"
-                    candidates.append((f"{subset}/{name}", row["schema"], valid))
-    rng = random.Random(seed)
-    chosen = rng.sample(candidates, min(n_schemas, len(candidates)))
-    cases = [
-        Case(ident, schema, rng.sample(valid, min(docs_per_schema, len(valid))))
-        for ident, schema, valid in chosen
-    ]
-    return cases, len(candidates)
+    """``mask_bench.sample_schemas`` (the same seed selects the same schemas and documents as
+    ``mask_bench.py``), keeping the schemas."""
+    sample, n_candidates = sample_schemas(data_dir, subsets, n_schemas, docs_per_schema, seed)
+    return [Case(ident, schema, docs) for ident, schema, docs in sample], n_candidates
 
 
 # --------------------------------------------------------------------------------------------
