@@ -464,16 +464,16 @@ class Emitter:
         if cached is not None:
             return self.terminal(cached, hint)
         encoded = tr.json_string_regex(tr.factor(real), compact)
-        counted = _counted_chars(real)
-        if counted is not None and not _fits(encoded):
-            # `c{a,b}` of one character set with a large `b` (e.g. `maxLength: 32767`): one
-            # `json_len!` terminal instead of KBNF repetitions of a one-character terminal,
-            # which would cost an Earley set per character and full trie walks for masks.
-            return self.length_bounded(counted, compact, hint)
         if _fits(encoded):
             text = tr.to_rust(encoded)
             _TERMINAL_TEXTS.put((real, compact), text)
             return self.terminal(text, hint)
+        counted = _counted_chars(real)
+        if counted is not None:
+            # `c{a,b}` of one character set with a large `b` (e.g. `maxLength: 32767`): one
+            # `json_len!` terminal instead of KBNF repetitions of a one-character terminal,
+            # which would cost an Earley set per character and full trie walks for masks.
+            return self.length_bounded(counted, compact, hint)
         return self.regex_sym(encoded, hint)
 
     def length_bounded(self, real: sl.LengthBounded, compact: bool, hint: str) -> Sym:

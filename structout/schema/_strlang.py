@@ -410,7 +410,8 @@ def _variety(node: rx.Node) -> float:
 @dataclass(frozen=True)
 class LengthBounded:
     """The strings of ``core`` with ``lo <= len <= hi`` code points, left to the engine
-    (KBNF ``json_len!``), which builds the product with a length counter as one DFA."""
+    (KBNF ``json_len!``), which counts the characters exactly (a table of the product when
+    small, a count beside the automaton's state otherwise)."""
 
     core: rx.Node
     lo: int
