@@ -52,7 +52,7 @@ from typing import Any, Callable
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "maskbench"
+DEFAULT_DATA = REPO / "tests" / "data" / "maskbench"
 DEFAULT_KBNF = REPO / "schemas" / "json.kbnf"
 ALL_ENGINES = ("structout", "llguidance", "xgrammar")
 REFERENCE = "llguidance"  # masks of the other engines are cross-checked against this one
@@ -126,7 +126,7 @@ def sample_schemas(
     if not files:
         raise SystemExit(
             f"error: no *.jsonl.gz files in {data_dir}\n"
-            "hint: pass --data-dir pointing at shared/data/maskbench"
+            "hint: pass --data-dir pointing at a MaskBench data folder (*.jsonl.gz)"
         )
     candidates: list[tuple[str, Any, list[tuple[int, Any]]]] = []
     for path in files:

@@ -1,6 +1,6 @@
 """MaskBench coverage of the JSON Schema translator (structout.schema + the engine).
 
-For every schema in ``../shared/data/maskbench/*.jsonl.gz``: translate it to KBNF, compile it,
+For every schema in ``tests/data/maskbench/*.jsonl.gz`` (the MaskBench development share, see tests/data/README.md): translate it to KBNF, compile it,
 serialize every test document in the grammar's layout and check that the grammar accepts the
 valid ones and refuses the invalid ones. A schema is *fully correct* when it compiles, every
 valid document is accepted and every invalid document is refused.
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "maskbench"
+DATA = REPO / "tests" / "data" / "maskbench"
 
 LAYOUTS: dict[str, dict[str, Any]] = {
     "compact": {},

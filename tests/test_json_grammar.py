@@ -21,7 +21,7 @@ from structout._engine import compile_grammar
 from structout.errors import GrammarError, StructoutError
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data" / "maskbench"
+DATA = REPO / "tests" / "data" / "maskbench"
 JSON_KBNF = (REPO / "schemas" / "json.kbnf").read_text(encoding="utf-8")
 
 EVERY = 25  # every 25th valid document of every subset: about 420 documents

@@ -36,7 +36,7 @@ import pytest
 
 import structout as so
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 MASKBENCH = DATA / "maskbench"
 
 #: MaskBench subsets sampled (small and varied ones; the big ones are slow to decompress).
@@ -197,7 +197,7 @@ def maskbench_documents(n: int, seed: int) -> list[str]:
     """``n`` valid MaskBench documents, deterministic, serialized in varied styles (compact,
     default separators, indented, non-ASCII kept)."""
     if not MASKBENCH.is_dir():
-        pytest.fail(f"MaskBench data not found at {MASKBENCH} (the repo expects shared/ beside it)")
+        pytest.fail(f"MaskBench data not found at {MASKBENCH} (the repository carries it under tests/data)")
     rng = random.Random(seed)
     per_file = -(-n // len(MASKBENCH_FILES))
     docs: list[str] = []

@@ -30,7 +30,7 @@ def _available() -> bool:
     return mb.DATA.is_dir()
 
 
-@pytest.mark.skipif(not _available(), reason="needs ../shared/data/maskbench and the engine")
+@pytest.mark.skipif(not _available(), reason="needs tests/data/maskbench and the engine")
 def test_maskbench_sample() -> None:
     results = mb.run(mb.subsets(), {}, every=EVERY, timeout=30.0)
     rows = [r for rs in results.values() for r in rs]

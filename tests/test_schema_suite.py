@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SUITE = REPO.parent / "shared" / "data" / "json-schema-test-suite"
+SUITE = REPO / "tests" / "data" / "json-schema-test-suite"
 BASELINE = REPO / "tests" / "data" / "jsts_baseline.json"
 
 PARTS = {"main": "draft2020-12/*.json", "format": "draft2020-12/optional/format/*.json"}
@@ -156,7 +156,7 @@ def _engine_available() -> bool:
 
 needs_data = pytest.mark.skipif(
     not SUITE.is_dir() or not _engine_available(),
-    reason="needs ../shared/data/json-schema-test-suite and the built engine",
+    reason="needs tests/data/json-schema-test-suite and the built engine",
 )
 
 

@@ -1,5 +1,5 @@
 //! `schemas/json.kbnf` against real documents: every `"valid": true` document of
-//! `<repo>/../shared/data/maskbench/*.jsonl.gz`, serialized the way Python's `json.dumps` does
+//! `<repo>/tests/data/maskbench/*.jsonl.gz`, serialized the way Python's `json.dumps` does
 //! (compact, default separators, `indent=2`, `indent="\t"`, with `ensure_ascii` on and off), must be
 //! accepted with every prefix viable; corrupted variants (truncations, bad escapes, trailing
 //! commas, unquoted keys, leading zeros, raw control characters, invalid UTF-8) must be rejected at
@@ -691,7 +691,7 @@ fn is_valid_json(text: &[u8]) -> bool {
 // ---------------------------------------------------------------------------------------------
 
 fn data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/maskbench")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/data/maskbench")
 }
 
 fn json_grammar() -> Arc<Grammar> {
@@ -713,7 +713,7 @@ fn load_docs() -> (Vec<Doc>, usize) {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| {
             panic!(
-                "MaskBench data not found at {} ({e}); the repository expects shared/ beside it",
+                "MaskBench data not found at {} ({e}); the repository carries it under tests/data/maskbench",
                 dir.display()
             )
         })
