@@ -6,7 +6,8 @@ per-token masks.
 
 from __future__ import annotations
 
-from structout import errors
+# _bootstrap comes first: it makes `structout._engine` importable, or says how to build it.
+from structout import _bootstrap, errors  # noqa: F401
 from structout._engine import builtin_grammar, compile_grammar
 from structout.errors import (
     GrammarError,

@@ -30,23 +30,47 @@ def _line_col(data: bytes, offset: int) -> tuple[int, int]:
     return line, len(data[start:offset].decode("utf-8", errors="replace")) + 1
 
 
-def _load_grammar_text(path: Path) -> str:
+#: Whitespace runs a checked document may have between JSON tokens with the "any" layout: deep
+#: indentation of pretty-printed files fits; the automaton grows with it only logarithmically.
+CHECK_MAX_WHITESPACE = 1024
+
+#: JSON layouts of ``check`` for JSON Schemas: "any" is every whitespace JSON allows (files as
+#: people and tools write them: pretty-printed, minified, with a final newline); "compact" is
+#: exactly the layout structout generates (``{"a": 1, "b": [1, 2]}``).
+CHECK_LAYOUTS = {
+    "any": {"whitespace": "flexible", "max_whitespace": CHECK_MAX_WHITESPACE},
+    "compact": {"whitespace": "compact"},
+}
+
+
+def _load_grammar_text(path: Path, layout: str = "any") -> str:
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() == ".json":
         from structout.schema import to_kbnf
 
-        return str(to_kbnf(json.loads(text)))
+        return str(to_kbnf(json.loads(text), **CHECK_LAYOUTS[layout]))
     return text
 
 
-def check(grammar_file: str, input_file: str, start: str = "start", strip: bool = False) -> int:
-    """Print whether the input matches the grammar; 0 = match, 1 = no match, 2 = bad grammar."""
+def check(
+    grammar_file: str,
+    input_file: str,
+    start: str = "start",
+    strip: bool = False,
+    layout: str = "any",
+) -> int:
+    """Print whether the input matches the grammar; 0 = match, 1 = no match, 2 = bad grammar.
+
+    A JSON Schema (``.json``) accepts its documents in any JSON whitespace by default
+    (``layout="any"``); ``layout="compact"`` checks the layout structout generates. A KBNF
+    grammar defines its own whitespace.
+    """
     from structout._engine import compile_grammar
     from structout.errors import StructoutError
 
     gpath, ipath = Path(grammar_file), Path(input_file)
     try:
-        text = _load_grammar_text(gpath)
+        text = _load_grammar_text(gpath, layout)
         grammar = compile_grammar(text, start)
     except (StructoutError, ValueError, OSError) as exc:
         print(f"error: cannot load grammar {gpath}: {exc}", file=sys.stderr)
@@ -171,11 +195,18 @@ def main(argv: list[str] | None = None) -> int:
     p_check.add_argument(
         "--strip", action="store_true", help="ignore trailing newlines of the input file"
     )
+    p_check.add_argument(
+        "--layout",
+        choices=sorted(CHECK_LAYOUTS),
+        default="any",
+        help="for a JSON Schema: 'any' JSON whitespace (default) or the 'compact' layout "
+        "structout generates",
+    )
 
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.message, args.max_new_tokens, not args.no_jump_forward, args.seed)
-    return check(args.grammar_file, args.input_file, args.start, args.strip)
+    return check(args.grammar_file, args.input_file, args.start, args.strip, args.layout)
 
 
 if __name__ == "__main__":

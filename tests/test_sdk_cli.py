@@ -72,6 +72,37 @@ def test_json_schema_file(tmp_path: Path) -> None:
     assert main(["check", str(tmp_path / "s.json"), str(tmp_path / "bad.json")]) == 1
 
 
+def test_json_documents_in_any_layout(tmp_path: Path) -> None:
+    """A checker of files accepts every JSON spelling of a valid document's whitespace."""
+    pytest.importorskip("structout.schema")
+    schema = {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "array", "items": {"type": "object"}},
+            "n": {"type": "integer"},
+        },
+        "required": ["n"],
+    }
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    value = {"tags": [{"deep": {"er": [1, {"x": None}]}}], "n": 7}
+    spellings = {
+        "pretty.json": json.dumps(value, indent=4) + "\n",
+        "minified.json": json.dumps(value, separators=(",", ":")),
+        "crlf.json": json.dumps(value, indent="\t").replace("\n", "\r\n") + "\r\n",
+        "compact.json": json.dumps(value),
+    }
+    for name, text in spellings.items():
+        (tmp_path / name).write_text(text, newline="")
+        assert main(["check", str(tmp_path / "s.json"), str(tmp_path / name)]) == 0, name
+    # The generation layout is still checkable on request, and it refuses the others.
+    compact = ["check", "--layout", "compact", str(tmp_path / "s.json")]
+    assert main([*compact, str(tmp_path / "compact.json")]) == 0
+    assert main([*compact, str(tmp_path / "pretty.json")]) == 1
+    # Whitespace does not make an invalid document valid.
+    (tmp_path / "bad.json").write_text(json.dumps({"n": "7"}, indent=2) + "\n")
+    assert main(["check", str(tmp_path / "s.json"), str(tmp_path / "bad.json")]) == 1
+
+
 def test_module_entry_point(files: Path) -> None:
     (files / "in.txt").write_bytes(b"id-7?")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
