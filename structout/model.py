@@ -108,7 +108,7 @@ class Model:
 
         ``gguf_file`` names a GGUF file inside ``name_or_path`` (a local directory or Hub repo).
         A local GGUF file is de-quantized once and the converted checkpoint cached under the
-        structout cache directory, so later loads take about a second.
+        structout cache directory, so later loads take a few seconds (mostly importing torch).
         """
         torch = _import_torch()
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
