@@ -19,7 +19,6 @@ from structout.errors import (
     UnsupportedSchemaError,
     VocabularyError,
 )
-from structout.generation import GenerationResult, Grammar, Timings
 from structout.limits import Limits
 from structout.masks import (
     CompiledGrammar,
@@ -34,13 +33,16 @@ from structout.masks import (
     fill_next_token_bitmasks,
 )
 from structout.model import Model, Stream
+from structout.results import GenerationResult, Timings
 from structout.schema import to_kbnf
 from structout.structured import current_model, structured, use_model
+from structout.targets import KBNF, Grammar
 from structout.vocab import Vocabulary
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "KBNF",
     "CompiledGrammar",
     "GenerationResult",
     "Grammar",

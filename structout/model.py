@@ -13,7 +13,6 @@ torch and transformers are imported lazily (install ``structout[transformers]``)
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.util
 import json
@@ -27,22 +26,21 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from structout import generation as _gen
 from structout.cache import CompileCache, default_cache_dir, get_default_cache
-from structout.generation import (
-    GenerationResult,
-    IncrementalText,
-    RowRequest,
-    SamplingParams,
-    Target,
-    TokenSpace,
-    decode,
-    finalize,
-    resolve_schema,
-)
+from structout.compiling import compile_target as _compile_target
+from structout.generation import RowRequest, decode
 from structout.limits import Limits
+from structout.results import GenerationResult, IncrementalText, finalize
+from structout.sampling import SamplingParams
+from structout.schema import to_kbnf
+from structout.targets import Target, resolve_schema
+from structout.tokens import TokenSpace
+
+if TYPE_CHECKING:  # pragma: no cover
+    from structout._engine import CompiledGrammar
 
 __all__ = ["CompiledTarget", "Model", "Stream", "default_gguf_path", "hf_token_bytes"]
 
@@ -474,34 +472,24 @@ def _drain(gen: Any) -> Any:
             return stop.value
 
 
+#: The JSON Schema translator Model and the logits processor use (a seam tests replace).
+_translate_schema = to_kbnf
+
+
 def compile_target(
-    cache: CompileCache, target: Target, vocab: Any, limits: Limits
-) -> tuple[str, Any]:
-    """``(kbnf, compiled grammar)`` for a resolved non-text target, through ``cache``, under
-    ``limits`` (the options that are set become part of the cache keys)."""
-    kbnf = target.kbnf
-    if kbnf is None:
-        topts = limits.translator_options()
-        kbnf, _ = cache.kbnf_for_schema(
-            target.json_schema, functools.partial(_translate_schema, **topts), topts or None
-        )
-    api = _gen._engine_api()
-    eopts = limits.engine_options()
-    grammar = cache.compiled_grammar(
-        kbnf, vocab, functools.partial(api.compile_kbnf, **eopts), eopts
+    cache: CompileCache, target: Target[Any], vocab: Any, limits: Limits
+) -> tuple[str, CompiledGrammar]:
+    """``(kbnf, compiled grammar)`` for a resolved non-text target: :func:`structout.compiling.
+    compile_target` with this module's translator and the engine of :mod:`structout.generation`
+    (the seams tests replace with reference implementations)."""
+    return _compile_target(
+        cache,
+        target,
+        vocab,
+        limits,
+        translate=_translate_schema,
+        compile_kbnf=_gen._engine_api().compile_kbnf,
     )
-    return kbnf, grammar
-
-
-def _translate_schema(schema: Any, **options: Any) -> str:
-    try:
-        from structout.schema import to_kbnf
-    except ImportError as exc:
-        raise ImportError(
-            "structout.schema.to_kbnf (the JSON Schema translator) is not available; pass a "
-            "structout.Grammar instead"
-        ) from exc
-    return to_kbnf(schema, **options)
 
 
 def _import_torch() -> Any:
