@@ -7,7 +7,7 @@ per-token masks.
 from __future__ import annotations
 
 from structout import errors
-from structout._engine import builtin_grammar, compile_grammar
+from structout._engine import __version__, builtin_grammar, compile_grammar
 from structout.errors import (
     GrammarError,
     LimitExceededError,
@@ -39,8 +39,6 @@ from structout.structured import current_model, structured, use_model
 from structout.targets import KBNF, Grammar
 from structout.vocab import Vocabulary
 
-__version__ = "0.1.0"
-
 __all__ = [
     "KBNF",
     "CompiledGrammar",
@@ -61,6 +59,7 @@ __all__ = [
     "UnsupportedSchemaError",
     "Vocabulary",
     "VocabularyError",
+    "__version__",
     "allocate_token_bitmask",
     "apply_token_bitmask_",
     "builtin_grammar",

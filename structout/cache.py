@@ -49,13 +49,11 @@ DISK_FORMAT = 1
 
 
 def structout_version() -> str:
-    """The installed structout version (part of every cache key)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The structout version (part of every cache key): the engine's, which is the package's
+    (``pyproject.toml`` takes its version from ``engine_rs/Cargo.toml``)."""
+    from structout._engine import __version__
 
-    try:
-        return version("structout")
-    except PackageNotFoundError:  # a source checkout on sys.path, not an installed distribution
-        return "0+unknown"
+    return __version__
 
 
 def default_cache_dir() -> Path:

@@ -10,7 +10,6 @@ those options; a cached entry is never reused for other options.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -36,11 +35,12 @@ def schema_kbnf(
     :func:`structout.schema.to_kbnf`."""
     from structout.cache import get_default_cache
 
-    if translate is None:
-        from structout.schema import to_kbnf as translate
+    from structout.schema import to_kbnf
+
+    run = translate if translate is not None else to_kbnf
     options = dict(translator_options)
     cache = cache if cache is not None else get_default_cache()
-    text, _ = cache.kbnf_for_schema(schema, lambda s: translate(s, **options), options or None)
+    text, _ = cache.kbnf_for_schema(schema, lambda s: run(s, **options), options or None)
     return text
 
 
@@ -56,9 +56,11 @@ def compile_target(
     """``(kbnf, compiled grammar)`` for a resolved non-text target, through ``cache``, under
     ``limits`` (the options that are set become part of the cache keys). ``translate`` and
     ``compile_kbnf`` default to the translator and :func:`structout.compile_kbnf`."""
+    engine_compile: Callable[..., CompiledGrammar]
     if compile_kbnf is None:
-        from structout.masks import compile_kbnf
-
+        from structout.masks import compile_kbnf as engine_compile
+    else:
+        engine_compile = compile_kbnf
     kbnf = target.kbnf
     if kbnf is None:
         kbnf = schema_kbnf(
@@ -66,6 +68,6 @@ def compile_target(
         )
     engine_limits = limits.engine_options()
     grammar = cache.compiled_grammar(
-        kbnf, vocab, functools.partial(compile_kbnf, **engine_limits), engine_limits
+        kbnf, vocab, lambda text, v: engine_compile(text, v, **engine_limits), engine_limits
     )
     return kbnf, grammar

@@ -217,12 +217,13 @@ class _Decoder:
             self._bitmask = self._alloc(n_rows)
         bm = self._bitmask
         if n_rows == 1:
-            self.rows[0].matcher.fill_next_token_bitmask(bm, 0)
+            (only,) = constrained
+            self._matcher(only).fill_next_token_bitmask(bm, 0)
         else:
             # One native call fills every constrained row in parallel (GIL released); rows of
             # unconstrained requests allow everything.
             self.api.fill_next_token_bitmasks(
-                [self.rows[i].matcher for i in constrained], bm, rows=constrained
+                [self._matcher(i) for i in constrained], bm, rows=constrained
             )
             for i in active:
                 if self.rows[i].matcher is None:
@@ -253,6 +254,8 @@ class _Decoder:
         On success the matcher has accepted exactly the returned tokens (``pending`` rolled back).
         """
         m = row.matcher
+        if m is None:
+            return None
         forced = m.forced_bytes()
         if not forced:
             return None
@@ -303,8 +306,14 @@ class _Decoder:
             return None
         return toks
 
+    def _matcher(self, i: int) -> Matcher:
+        """The matcher of constrained row ``i``."""
+        m = self.rows[i].matcher
+        assert m is not None, "row is constrained"
+        return m
+
     @staticmethod
-    def _restore(m: Any, accepted: int, pending: list[int]) -> None:
+    def _restore(m: Matcher, accepted: int, pending: list[int]) -> None:
         if accepted:
             m.rollback(accepted)
         for t in pending:

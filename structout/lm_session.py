@@ -74,4 +74,5 @@ class KVSession:
             out = self.model(input_ids=ids, **kwargs)
         self.cache = out.past_key_values
         self.forward_passes += 1
-        return out.logits[:, -1, :].float().cpu().numpy()
+        logits: np.ndarray = out.logits[:, -1, :].float().cpu().numpy()
+        return logits
