@@ -34,7 +34,6 @@ def schema_kbnf(
     ``cache`` (default: the process-wide cache); ``translate`` defaults to
     :func:`structout.schema.to_kbnf`."""
     from structout.cache import get_default_cache
-
     from structout.schema import to_kbnf
 
     run = translate if translate is not None else to_kbnf

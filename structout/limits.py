@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = ["ENGINE_LIMITS", "TRANSLATOR_LIMITS", "Limits", "split_options"]
 
+
 def _translator() -> Any:
     """A limit of the JSON Schema translator (a keyword of ``structout.schema.to_kbnf``)."""
     return field(default=None, metadata={"stage": "translator", "least": 1})
@@ -77,9 +78,7 @@ class Limits:
 #: Limits the native engine takes when compiling a grammar (keyword names of ``compile_kbnf``).
 ENGINE_LIMITS = frozenset(f.name for f in fields(Limits) if f.metadata["stage"] == "engine")
 #: Limits the JSON Schema translator takes (keyword names of ``structout.schema.to_kbnf``).
-TRANSLATOR_LIMITS = frozenset(
-    f.name for f in fields(Limits) if f.metadata["stage"] == "translator"
-)
+TRANSLATOR_LIMITS = frozenset(f.name for f in fields(Limits) if f.metadata["stage"] == "translator")
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

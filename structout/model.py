@@ -34,7 +34,7 @@ from structout.compiling import compile_target as _compile_target
 from structout.generation import RowRequest, decode
 from structout.limits import Limits
 from structout.results import GenerationResult, IncrementalText, finalize
-from structout.sampling import SamplingParams
+from structout.sampling import DEFAULT_MAX_NEW_TOKENS, SamplingParams
 from structout.schema import to_kbnf
 from structout.targets import KBNF, Target, resolve_schema
 from structout.tokens import TokenSpace
@@ -360,7 +360,7 @@ class Model:
         prompt_or_messages: Prompt,
         schema: Any = None,
         *,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -446,7 +446,7 @@ class Model:
         prompts: Sequence[Prompt],
         schema: Any = None,
         *,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -523,7 +523,7 @@ class Model:
         prompt_or_messages: Prompt,
         schema: Any = None,
         *,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,

@@ -17,12 +17,15 @@ from structout.errors import StructoutError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-__all__ = ["SamplingParams", "sample"]
+__all__ = ["DEFAULT_MAX_NEW_TOKENS", "SamplingParams", "sample"]
+
+#: Token budget of a generation unless the caller sets ``max_new_tokens``.
+DEFAULT_MAX_NEW_TOKENS = 256
 
 
 @dataclass(frozen=True)
 class SamplingParams:
-    max_new_tokens: int = 256
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     #: 0 → greedy (argmax); otherwise softmax sampling at this temperature.
     temperature: float = 0.0
     top_p: float = 1.0
