@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # _bootstrap comes first: it makes `structout._engine` importable, or says how to build it.
 from structout import _bootstrap, errors  # noqa: F401
-from structout._engine import builtin_grammar, compile_grammar
+from structout._engine import __version__, builtin_grammar, compile_grammar
 from structout.errors import (
     GrammarError,
     LimitExceededError,
@@ -20,7 +20,6 @@ from structout.errors import (
     UnsupportedSchemaError,
     VocabularyError,
 )
-from structout.generation import GenerationResult, Grammar, Timings
 from structout.limits import Limits
 from structout.masks import (
     CompiledGrammar,
@@ -35,13 +34,14 @@ from structout.masks import (
     fill_next_token_bitmasks,
 )
 from structout.model import Model, Stream
+from structout.results import GenerationResult, Timings
 from structout.schema import to_kbnf
 from structout.structured import current_model, structured, use_model
+from structout.targets import KBNF, Grammar
 from structout.vocab import Vocabulary
 
-__version__ = "0.1.0"
-
 __all__ = [
+    "KBNF",
     "CompiledGrammar",
     "GenerationResult",
     "Grammar",
@@ -60,6 +60,7 @@ __all__ = [
     "UnsupportedSchemaError",
     "Vocabulary",
     "VocabularyError",
+    "__version__",
     "allocate_token_bitmask",
     "apply_token_bitmask_",
     "builtin_grammar",

@@ -6,7 +6,7 @@ built-in ``TypeError`` / ``ValueError`` / ``IndexError`` / ``KeyError`` for inva
 """
 
 from collections.abc import Sequence
-from typing import Any, TypedDict, final
+from typing import Protocol, TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +16,12 @@ __version__: str
 
 _Bitmask: TypeAlias = npt.NDArray[np.int32]
 _TokenBytes: TypeAlias = bytes | bytearray | str | None
+
+class _HasNative(Protocol):
+    """``structout.Vocabulary``: a wrapper keeping the native vocabulary in ``_native``."""
+
+    @property
+    def _native(self) -> Vocabulary: ...
 
 class _CacheStats(TypedDict):
     """Counters of the compiled-grammar cache (:func:`cache_stats`)."""
@@ -64,20 +70,19 @@ class Recognizer:
     def __len__(self) -> int:
         """Bytes fed so far."""
 
-def compile_grammar(
-    text: str,
-    start: str = "start",
-    *,
-    dfa_size_limit: int | None = None,
-    max_repetition: int | None = None,
-    max_grammar_symbols: int | None = None,
-    max_items_per_set: int | None = None,
-    max_total_items: int | None = None,
-    max_work_per_byte: int | None = None,
-) -> Grammar:
-    """Compiles KBNF text into a byte-level grammar.
+#: Every engine limit (the keyword arguments of :func:`compile_kbnf`) and its default;
+#: ``mask_cache_bytes`` applies to :func:`compile_kbnf` only.
+ENGINE_LIMITS: dict[str, int]
+
+def compile_grammar(text: str, start: str = "start", **limits: int | None) -> Grammar:
+    """Compiles KBNF text into a byte-level grammar; ``limits`` are :data:`ENGINE_LIMITS` but
+    ``mask_cache_bytes`` (``None`` keeps a default, an unknown name is a ``TypeError``).
 
     Raises ``GrammarError`` (line:col, excerpt, hint) or ``LimitExceededError``."""
+
+def byte_level_alphabet() -> str:
+    """The GPT-2 byte-level alphabet: character ``i`` spells byte ``i`` in byte-level BPE token
+    strings (``"Ġ"`` for a space)."""
 
 def builtin_grammar(name: str) -> str:
     """The KBNF text of a grammar bundled with the engine (e.g. ``"json"``); ``KeyError`` if
@@ -222,20 +227,11 @@ class Matcher:
         """Bytes accepted so far."""
 
 def compile_kbnf(
-    text: str,
-    vocab: Any,
-    start: str = "start",
-    *,
-    dfa_size_limit: int | None = None,
-    max_repetition: int | None = None,
-    max_grammar_symbols: int | None = None,
-    max_items_per_set: int | None = None,
-    max_total_items: int | None = None,
-    max_work_per_byte: int | None = None,
-    mask_cache_bytes: int | None = None,
+    text: str, vocab: Vocabulary | _HasNative, start: str = "start", **limits: int | None
 ) -> CompiledGrammar:
     """Compiles KBNF text for ``vocab`` (a :class:`Vocabulary` or ``structout.Vocabulary``)
-    through the engine's cache (keyed by text, options and vocabulary fingerprint).
+    through the engine's cache (keyed by text, options and vocabulary fingerprint); ``limits``
+    are :data:`ENGINE_LIMITS` (``None`` keeps a default, an unknown name is a ``TypeError``).
 
     Raises ``TypeError`` for a vocabulary of the wrong type, ``GrammarError`` or
     ``LimitExceededError``."""
@@ -257,6 +253,7 @@ def configure_cache(capacity: int = ..., clear: bool = False) -> None:
     ``clear=True`` empties it and resets the counters."""
 
 __all__ = [
+    "ENGINE_LIMITS",
     "CompiledGrammar",
     "Grammar",
     "Matcher",
@@ -264,6 +261,7 @@ __all__ = [
     "Vocabulary",
     "__version__",
     "builtin_grammar",
+    "byte_level_alphabet",
     "cache_stats",
     "compile_grammar",
     "compile_kbnf",

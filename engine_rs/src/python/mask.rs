@@ -7,8 +7,9 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use super::grammar::{compile_error, engine_error, options};
+use super::grammar::{compile_error, engine_error};
 use super::guard;
+use super::limits::compile_options;
 use super::vocab::extract_vocab;
 use crate::mask::{cache, CompiledGrammar, Matcher};
 
@@ -339,36 +340,16 @@ fn fill_next_token_bitmasks(
 
 /// Compiles KBNF text for a vocabulary, through the engine's cache.
 #[pyfunction]
-#[pyo3(signature = (text, vocab, start="start", *, dfa_size_limit=None, max_repetition=None,
-    max_grammar_symbols=None, max_items_per_set=None, max_total_items=None, max_work_per_byte=None,
-    mask_cache_bytes=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (text, vocab, start="start", **limits))]
 fn compile_kbnf(
     py: Python<'_>,
     text: &str,
     vocab: &Bound<'_, PyAny>,
     start: &str,
-    dfa_size_limit: Option<usize>,
-    max_repetition: Option<u32>,
-    max_grammar_symbols: Option<usize>,
-    max_items_per_set: Option<usize>,
-    max_total_items: Option<usize>,
-    max_work_per_byte: Option<usize>,
-    mask_cache_bytes: Option<usize>,
+    limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
     let vocab = extract_vocab(vocab)?;
-    let mut opts = options(
-        start,
-        dfa_size_limit,
-        max_repetition,
-        max_grammar_symbols,
-        max_items_per_set,
-        max_total_items,
-        max_work_per_byte,
-    );
-    if let Some(bytes) = mask_cache_bytes {
-        opts.mask_cache_bytes = bytes;
-    }
+    let opts = compile_options("compile_kbnf", start, limits, true)?;
     guard(py, || {
         let text = text.to_owned();
         py.allow_threads(move || cache::compile(&text, &opts, &vocab))

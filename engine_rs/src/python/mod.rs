@@ -4,6 +4,7 @@
 //! catches panics, so no panic crosses the FFI boundary.
 
 mod grammar;
+mod limits;
 mod mask;
 pub mod vocab;
 
@@ -46,5 +47,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     grammar::register(m)?;
     vocab::register(m)?;
     mask::register(m)?;
+    limits::register(m)?;
     Ok(())
 }

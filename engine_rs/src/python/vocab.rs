@@ -322,6 +322,17 @@ impl PyVocabulary {
 }
 
 /// Add `Vocabulary` to the native module.
+/// The GPT-2 byte-level alphabet: character `i` of the result spells byte `i` in byte-level
+/// BPE token strings (`Ġ` for a space). The engine's own table, so Python needs no copy.
+#[pyfunction]
+fn byte_level_alphabet() -> String {
+    (0..=255u8)
+        .map(crate::vocab::decode::byte_level_char)
+        .collect()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyVocabulary>()
+    m.add_class::<PyVocabulary>()?;
+    m.add_function(wrap_pyfunction!(byte_level_alphabet, m)?)?;
+    Ok(())
 }
