@@ -471,6 +471,24 @@ class DFA:
                 bwd[F][q] = rx.EPS
         remaining = set(states)
         total = 0
+        # rx.size memoized by identity (entries keep their node alive): edges are rebuilt from
+        # the same sub-nodes over and over, a full re-measure each time is quadratic
+        size_memo: dict[int, tuple[rx.Node, int]] = {}
+
+        def sized(node: rx.Node) -> int:
+            got = size_memo.get(id(node))
+            if got is not None and got[0] is node:
+                return got[1]
+            t = node[0]
+            if t in ("cat", "alt"):
+                n = 1 + sum(sized(x) for x in node[1])
+            elif t == "rep":
+                n = 1 + sized(node[1])
+            else:
+                n = rx.size(node)
+            size_memo[id(node)] = (node, n)
+            return n
+
         while remaining:
             # pick the state with the smallest in*out product
             k = min(
@@ -496,7 +514,7 @@ class DFA:
                     old = fwd[i].get(j)
                     new = path if old is None else rx.alt(old, path)
                     new = simplify_chain(new)
-                    total = rx.size(new)
+                    total = sized(new)
                     if total > max_size:
                         return None
                     fwd[i][j] = new
@@ -627,9 +645,9 @@ def combine(
     for end in [] if stop_at_accept else ends:
         found = _universal_states(nfa, rev, end, natoms, closure)
         if found:
-            canonical = closure([min(found)])
+            representative = closure([min(found)])
             for q in found:
-                universal_of[q] = canonical
+                universal_of[q] = representative
 
     def canonical(states: frozenset[int]) -> frozenset[int]:
         if universal_of:

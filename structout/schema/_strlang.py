@@ -110,8 +110,12 @@ def f_and(*items: Formula) -> Formula:
                     kept = [w for w in words if matches(rest, w)]
                     if len(kept) < len(words):
                         out[i] = f_not(f_lit(*kept)) if kept else ALL
-        # a language disjoint from a positive conjunct excludes nothing more: drop it
+        # a language disjoint from a positive conjunct excludes nothing more: drop it; two
+        # disjoint positive conjuncts: nothing
         positives = [p[1] for p in out if p[0] == "re"]
+        for i, a in enumerate(positives):
+            if any(_disjoint(a, b) for b in positives[i + 1 :]):
+                return NOTHING
         for i, p in enumerate(out):
             if p[0] == "not" and p[1][0] == "re" and any(_disjoint(a, p[1][1]) for a in positives):
                 out[i] = ALL

@@ -21,7 +21,7 @@ class EmitterBase(RegexRules):
     alg: Algebra
     layout: Layout
     max_depth: int
-    on_unsupported: Callable[[str, str, Node], None]
+    on_unsupported: Callable[[str, str, Node | None], None]
     on_subset: Callable[[str, str, Node | None], None] | None
     realized: dict[tuple[sl.Formula, bool], Any]
     memo: dict[tuple[Node, int], Sym | None]

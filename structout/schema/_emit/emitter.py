@@ -22,7 +22,7 @@ class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
         alg: Algebra,
         layout: Layout,
         max_depth: int,
-        on_unsupported: Callable[[str, str, Node], None],
+        on_unsupported: Callable[[str, str, Node | None], None],
         is_empty: Callable[[Node], bool],
         on_subset: Callable[[str, str, Node | None], None] | None = None,
         max_schema_depth: int = 256,

@@ -245,10 +245,10 @@ class ObjectRules(StringRules):
                     if mx is None or c2 <= mx:
                         for it in region_items:
                             alts.append(sep + it + [rule(("tail", clamp(c2), False, sat))])
-                        for group, hits in hit_items:
+                        for hit_group, hits in hit_items:
                             for it in hits:
                                 alts.append(
-                                    sep + it + [rule(("tail", clamp(c2), False, sat | group))]
+                                    sep + it + [rule(("tail", clamp(c2), False, sat | hit_group))]
                                 )
             self.add_rule(name, alts)
         out: list[Alt] = []

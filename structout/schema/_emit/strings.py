@@ -34,14 +34,14 @@ class StringRules(RegexFormatRules):
             if real is None:
                 real = self.realized[key] = sl.realize(f, key_mode=compact, engine_length=True)
         except sl.NotRegular as e:
-            self.on_unsupported(str(e), "format", node)  # type: ignore[arg-type]
+            self.on_unsupported(str(e), "format", node)
             return self.generic_string()
         except am.AutomatonTooLarge as e:
             real, exact = self._length_subset(f, compact)
             if real is None:
                 self.on_unsupported(
                     f"string constraints too complex to enforce exactly ({e})", "pattern", node
-                )  # type: ignore[arg-type]
+                )
                 return self.generic_string()
             if not exact and self.on_subset is not None:
                 self.on_subset(
@@ -84,7 +84,7 @@ class StringRules(RegexFormatRules):
             self.add_rule(name, [["'\"'", text, "'\"'"]])
         return name
 
-    def _length_subset(self, f: sl.Formula, compact: bool) -> tuple[rx.Node | am.DFA | None, bool]:
+    def _length_subset(self, f: sl.Formula, compact: bool) -> tuple[sl.Realized | None, bool]:
         """``core ∧ length`` when even the length product is too big:
         ``shrink(core) ∧ min length`` (a subset)."""
         split = sl.split_length(f)
@@ -93,11 +93,10 @@ class StringRules(RegexFormatRules):
         core_f, lo, hi = split
         try:
             real = sl.realize(core_f, key_mode=compact)
-            if isinstance(real, am.DFA):
-                real = real.to_regex(20_000)
-            if real is None:
+            core = real.to_regex(20_000) if isinstance(real, am.DFA) else real
+            if core is None or isinstance(core, sl.LengthBounded):
                 return None, False
-            shrunk = sl.shrink_to(real, hi)
+            shrunk = sl.shrink_to(core, hi)
             return (
                 sl.realize(sl.f_and(sl.f_re(shrunk), sl.f_len(lo, None)), key_mode=compact),
                 False,
