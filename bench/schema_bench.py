@@ -266,7 +266,8 @@ class StructoutSchemaEngine(SchemaEngine):
     ) -> None:
         super().__init__(words)
         if str(REPO) not in sys.path:
-            sys.path.append(str(REPO))
+            # this checkout's structout, even where another checkout is installed editable
+            sys.path.insert(0, str(REPO))
         try:
             so: Any = importlib.import_module("structout")
             cache_mod: Any = importlib.import_module("structout.cache")
@@ -275,6 +276,7 @@ class StructoutSchemaEngine(SchemaEngine):
             raise EngineUnavailable(f"structout not importable ({e})")
         self.so = so
         self.schema_mod = schema_mod
+        self.notes.append(f"structout imported from {Path(so.__file__).parent}")
         self.refusals = (
             so.UnsupportedSchemaError,
             so.SchemaError,
@@ -306,14 +308,31 @@ class StructoutSchemaEngine(SchemaEngine):
         self._misses = self.cache.stats().schema_misses
 
     def compile(self, schema: Any) -> None:
+        # compile_json_schema's two steps, timed apart: schema -> KBNF (through the schema cache,
+        # a miss here) and KBNF -> compiled grammar (the engine).
+        sm = self.schema_mod
+        self.split = None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # SchemaSubsetWarning etc.
-                grammar = self.so.compile_json_schema(schema, self.vocab, **self.options)
+                t0 = perf_ns()
+                plain, _ = sm.json_schema_of(schema)
+                text, _ = self.cache.kbnf_for_schema(
+                    plain, lambda s: sm.to_kbnf(s, **self.options), self.options
+                )
+                t1 = perf_ns()
+                grammar = self.so.compile_kbnf(text, self.vocab)
+                t2 = perf_ns()
         except self.refusals as e:
             raise CompileRefused(type(e).__name__, str(e)) from None
         self.grammar = grammar
         self.matcher = grammar.matcher()
+        self.split = {
+            "translate_ms": (t1 - t0) / 1e6,
+            "engine_ms": (t2 - t1) / 1e6,
+            "kbnf_bytes": len(text.encode("utf-8")),
+        }
+        self.last_kbnf = (plain, text)
 
     def after_compile(self) -> str | None:
         misses = self.cache.stats().schema_misses - self._misses
@@ -500,6 +519,48 @@ def refusal_group(engine: str, kind: str, message: str) -> str:
     return (f"{kind}: {msg}" if engine == "xgrammar" else msg)[:90]
 
 
+def _proc_status_kb(field_name: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def rss_kb() -> int | None:
+    """Resident memory of this process (Linux; None elsewhere)."""
+    return _proc_status_kb("VmRSS")
+
+
+def peak_rss_kb() -> int | None:
+    """Peak resident memory since the last :func:`reset_peak_rss` (Linux)."""
+    return _proc_status_kb("VmHWM")
+
+
+def reset_peak_rss() -> None:
+    """Reset the kernel's peak-RSS mark to the current RSS (``/proc/self/clear_refs`` 5)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def dist_stats(values: list[float], unit: str) -> dict[str, float | int]:
+    """n, p50, p90, p99 and max of ``values`` (keys suffixed with ``unit``)."""
+    if not values:
+        return {"n": 0}
+    a = np.asarray(values, dtype=np.float64)
+    out: dict[str, float | int] = {"n": len(a)}
+    for q in (50, 90, 99):
+        out[f"p{q}_{unit}"] = float(np.percentile(a, q))
+    out[f"max_{unit}"] = float(a.max())
+    return out
+
+
 def ms_stats(values: list[float]) -> dict[str, float | int]:
     if not values:
         return {"n": 0}
@@ -508,6 +569,7 @@ def ms_stats(values: list[float]) -> dict[str, float | int]:
         "n": len(a),
         "mean_ms": float(a.mean()),
         "p50_ms": float(np.percentile(a, 50)),
+        "p90_ms": float(np.percentile(a, 90)),
         "p99_ms": float(np.percentile(a, 99)),
         "max_ms": float(a.max()),
         "total_s": float(a.sum() / 1e3),
@@ -544,6 +606,10 @@ class EngineRun:
     refused_ms: dict[int, float] = field(default_factory=dict)  # time until refusal
     refusals: dict[int, tuple[str, str]] = field(default_factory=dict)  # case -> (kind, message)
     cache_problems: list[str] = field(default_factory=list)
+    split: dict[int, dict[str, float]] = field(default_factory=dict)  # structout: per-step
+    peak_kb: dict[int, int] = field(default_factory=dict)  # peak RSS above the start, per compile
+    kept_kb: dict[int, int] = field(default_factory=dict)  # RSS kept while the grammar lives
+    kbnf: dict[int, tuple[Any, str]] = field(default_factory=dict)  # structout: for the disk test
     result: Result = field(default_factory=Result)
     slices: dict[int, Slice] = field(default_factory=dict)  # doc index -> slice
     rejected_docs: set[int] = field(default_factory=set)
@@ -611,6 +677,7 @@ def compile_rows(cstats: dict[str, dict[str, Any]]) -> list[tuple[str, Callable[
     return [
         ("compile mean (ms)", lambda n: fmt(cstats[n].get("mean_ms"), 2)),
         ("compile p50 (ms)", lambda n: fmt(cstats[n].get("p50_ms"), 2)),
+        ("compile p90 (ms)", lambda n: fmt(cstats[n].get("p90_ms"), 2)),
         ("compile p99 (ms)", lambda n: fmt(cstats[n].get("p99_ms"), 2)),
         ("compile max (ms)", lambda n: fmt(cstats[n].get("max_ms"), 2)),
     ]
@@ -625,6 +692,94 @@ def full_summary(res: Result) -> dict[str, Any]:
         clean = m[keep] if keep.any() else m
         s["mask_p50_us_not_preempted"] = float(np.percentile(clean, 50))
     return s
+
+
+def compile_detail(
+    runs: dict[str, EngineRun], active: list[str], common: set[int]
+) -> dict[str, Any]:
+    """Compile memory for every engine and structout's translation / engine split and KBNF
+    sizes, over each engine's compiled schemas and over the common set."""
+    out: dict[str, Any] = {}
+    for n in active:
+        run = runs[n]
+        ent: dict[str, Any] = {
+            "peak_mb": dist_stats([v / 1024 for v in run.peak_kb.values()], "mb"),
+            "kept_mb": dist_stats([v / 1024 for v in run.kept_kb.values()], "mb"),
+            "compile_common": dist_stats([run.compile_ms[c] for c in sorted(common)], "ms"),
+        }
+        if run.split:
+            for key, unit in (("translate_ms", "ms"), ("engine_ms", "ms"), ("kbnf_bytes", "b")):
+                ent[key] = dist_stats([v[key] for v in run.split.values()], unit)
+                ent[key + "_common"] = dist_stats(
+                    [run.split[c][key] for c in sorted(common) if c in run.split], unit
+                )
+        out[n] = ent
+    return out
+
+
+def disk_cache_load(eng: StructoutSchemaEngine, run: EngineRun) -> dict[str, Any]:
+    """Warm-from-disk: every KBNF compiled in the run is written to a fresh on-disk cache
+    (``structout.cache.CompileCache`` in a temporary ``STRUCTOUT_CACHE_DIR``), then looked up
+    through a new cache object (empty memory layer; the OS page cache is warm) and compiled by
+    the engine (its compiled-grammar cache cleared): disk load, and load + engine compile."""
+    import shutil
+    import tempfile
+
+    cache_mod: Any = importlib.import_module("structout.cache")
+    tmp = tempfile.mkdtemp(prefix="structout-bench-cache-")
+    load_ms: list[float] = []
+    total_ms: list[float] = []
+    try:
+        writer = cache_mod.CompileCache(directory=tmp)
+        for schema, text in run.kbnf.values():
+            writer.kbnf_for_schema(schema, lambda _s, t=text: t, eng.options)
+
+        def refuse(_s: Any) -> str:
+            raise RuntimeError("disk cache miss")
+
+        reader = cache_mod.CompileCache(directory=tmp)
+        for schema, text in run.kbnf.values():
+            eng.so.configure_cache(clear=True)
+            t0 = perf_ns()
+            got, _ = reader.kbnf_for_schema(schema, refuse, eng.options)
+            t1 = perf_ns()
+            grammar = eng.so.compile_kbnf(got, eng.vocab)
+            t2 = perf_ns()
+            assert got == text
+            del grammar
+            load_ms.append((t1 - t0) / 1e6)
+            total_ms.append((t2 - t0) / 1e6)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "disk_load": dist_stats(load_ms, "ms"),
+        "disk_load_plus_engine": dist_stats(total_ms, "ms"),
+    }
+
+
+def print_compile_detail(detail: dict[str, Any], disk: dict[str, Any], active: list[str]) -> None:
+    def q(d: dict[str, Any], unit: str, digits: int = 2) -> str:
+        if not d.get("n"):
+            return "-"
+        return " / ".join(fmt(d[f"{k}_{unit}"], digits) for k in ("p50", "p90", "p99", "max"))
+
+    print("\n== compile detail (p50 / p90 / p99 / max) ==")
+    for n in active:
+        ent = detail[n]
+        print(f"{n}:")
+        print(f"  compile, common set (ms):      {q(ent['compile_common'], 'ms')}")
+        print(f"  peak RSS above start (MB):     {q(ent['peak_mb'], 'mb')}")
+        print(f"  RSS kept by the grammar (MB):  {q(ent['kept_mb'], 'mb')}")
+        if "translate_ms" in ent:
+            print(f"  translation, all (ms):         {q(ent['translate_ms'], 'ms')}")
+            print(f"  engine compile, all (ms):      {q(ent['engine_ms'], 'ms')}")
+            print(f"  translation, common set (ms):  {q(ent['translate_ms_common'], 'ms')}")
+            print(f"  engine, common set (ms):       {q(ent['engine_ms_common'], 'ms')}")
+            print(f"  KBNF size, all (bytes):        {q(ent['kbnf_bytes'], 'b', 0)}")
+    if disk:
+        print("structout disk cache, warm (new cache object, fresh engine cache):")
+        print(f"  KBNF load from disk (ms):      {q(disk['disk_load'], 'ms', 3)}")
+        print(f"  load + engine compile (ms):    {q(disk['disk_load_plus_engine'], 'ms')}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -774,6 +929,8 @@ def main(argv: list[str] | None = None) -> int:
                 run = runs[n]
                 arg = schema_text if n == "xgrammar" else copy.deepcopy(case.schema)
                 eng.before_compile()
+                rss0 = rss_kb()
+                reset_peak_rss()
                 t0 = perf_ns()
                 try:
                     eng.compile(arg)
@@ -781,6 +938,16 @@ def main(argv: list[str] | None = None) -> int:
                     run.compiled.add(c_idx)
                     run.compile_ms[c_idx] = ms
                     rec["compile"][n] = {"ok": True, "ms": ms}
+                    peak, now = peak_rss_kb(), rss_kb()
+                    if rss0 is not None and peak is not None and now is not None:
+                        run.peak_kb[c_idx] = max(peak - rss0, 0)
+                        run.kept_kb[c_idx] = max(now - rss0, 0)
+                        rec["compile"][n].update(peak_kb=run.peak_kb[c_idx])
+                    split = getattr(eng, "split", None)
+                    if split:
+                        run.split[c_idx] = split
+                        rec["compile"][n].update(split)
+                        run.kbnf[c_idx] = eng.last_kbnf
                     problem = eng.after_compile()
                     if problem:
                         run.cache_problems.append(f"{case.ident}: {problem}")
@@ -938,6 +1105,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         for n in active
     }
+
+    detail = compile_detail(runs, active, common_cases)
+    disk = disk_cache_load(engines["structout"], runs["structout"]) if "structout" in runs else {}
+    print_compile_detail(detail, disk, active)
 
     try:
         threads: int | None = len(os.listdir("/proc/self/task"))
@@ -1148,6 +1319,8 @@ def main(argv: list[str] | None = None) -> int:
                 for n in active
             },
             "ratios_common": ratios,
+            "compile_detail": detail,
+            "disk_cache": disk,
             "coverage": coverage,
             "skipped": skipped,
             "per_schema": per_schema,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-import structout.schema._emit as emit
+import structout.schema._emit.objects as emit_objects
 from structout.errors import LimitExceededError
 from structout.schema import canonical_json, canonical_schema_key, to_kbnf, translate
 
@@ -260,12 +260,12 @@ def test_many_properties_tree_rules_are_exact(layout: dict[str, Any]) -> None:
         }
         shapes = {}
         for threshold in (0, 10_000):  # always the tree, never the tree
-            old = emit.TREE_MIN_MEMBERS
-            emit.TREE_MIN_MEMBERS = threshold
+            old = emit_objects.TREE_MIN_MEMBERS
+            emit_objects.TREE_MIN_MEMBERS = threshold
             try:
                 tr = translate(schema, **layout)
             finally:
-                emit.TREE_MIN_MEMBERS = old
+                emit_objects.TREE_MIN_MEMBERS = old
             shapes[threshold] = (tr, _grammar(tr.kbnf))
         assert shapes[0][0].kbnf != shapes[10_000][0].kbnf
         for _ in range(30):

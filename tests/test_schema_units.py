@@ -583,9 +583,9 @@ def test_anchor_free_alternations_are_not_distributed() -> None:
 
 
 def test_terminal_text_cache_is_bounded() -> None:
-    from structout.schema._emit import _TextCache
+    from structout.schema._emit.text_cache import TextCache
 
-    cache = _TextCache(max_entries=3, max_chars=80)
+    cache = TextCache(max_entries=3, max_chars=80)
     for i in range(10):
         cache.put((rx.lit(f"k{i}"), False), "x" * 9)
         assert len(cache.map) <= 3 and cache.chars <= 80

@@ -297,6 +297,48 @@ class DFA:
             trans.append(row)
         return DFA(self.alpha, trans, accept, 0).minimize()
 
+    def minus_words(self, words: Sequence[str]) -> DFA:
+        """The language without the given words: the product with their trie (at most
+        ``n * (1 + total word length)`` states), on an alphabet refined so that every character
+        of a word is an atom of its own."""
+        chars = sorted({ord(c) for w in words for c in w})
+        alpha = Alphabet(make_atoms([*self.alpha.atoms, *(cs.single(c) for c in chars)]))
+        old_atom = [self.alpha.atom_of(a[0][0]) for a in alpha.atoms]
+        trie: list[dict[int, int]] = [{}]  # node -> atom -> child; node 0 is the root
+        ends: set[int] = set()
+        for w in words:
+            t = 0
+            for c in w:
+                a = alpha.atom_of(ord(c))
+                nxt = trie[t].get(a)
+                if nxt is None:
+                    nxt = trie[t][a] = len(trie)
+                    trie.append({})
+                t = nxt
+            ends.add(t)
+        k = len(alpha.atoms)
+        index: dict[tuple[int, int], int] = {(self.start, 0): 0}
+        order = [(self.start, 0)]
+        trans: list[list[int]] = []
+        accept: list[bool] = []
+        i = 0
+        while i < len(order):
+            q, t = order[i]
+            i += 1
+            accept.append(self.accept[q] and t not in ends)
+            row = []
+            for a in range(k):
+                key = (self.trans[q][old_atom[a]], trie[t].get(a, -1) if t >= 0 else -1)
+                j = index.get(key)
+                if j is None:
+                    if len(order) >= MAX_DFA_STATES:
+                        raise AutomatonTooLarge("DFA state budget exceeded")
+                    j = index[key] = len(order)
+                    order.append(key)
+                row.append(j)
+            trans.append(row)
+        return DFA(alpha, trans, accept, 0).minimize()
+
     def minimize(self) -> DFA:
         """Hopcroft partition refinement on the reachable part."""
         k = len(self.alpha.atoms)
@@ -429,6 +471,24 @@ class DFA:
                 bwd[F][q] = rx.EPS
         remaining = set(states)
         total = 0
+        # rx.size memoized by identity (entries keep their node alive): edges are rebuilt from
+        # the same sub-nodes over and over, a full re-measure each time is quadratic
+        size_memo: dict[int, tuple[rx.Node, int]] = {}
+
+        def sized(node: rx.Node) -> int:
+            got = size_memo.get(id(node))
+            if got is not None and got[0] is node:
+                return got[1]
+            t = node[0]
+            if t in ("cat", "alt"):
+                n = 1 + sum(sized(x) for x in node[1])
+            elif t == "rep":
+                n = 1 + sized(node[1])
+            else:
+                n = rx.size(node)
+            size_memo[id(node)] = (node, n)
+            return n
+
         while remaining:
             # pick the state with the smallest in*out product
             k = min(
@@ -454,7 +514,7 @@ class DFA:
                     old = fwd[i].get(j)
                     new = path if old is None else rx.alt(old, path)
                     new = simplify_chain(new)
-                    total = rx.size(new)
+                    total = sized(new)
                     if total > max_size:
                         return None
                     fwd[i][j] = new
@@ -484,6 +544,61 @@ def simplify_chain(node: rx.Node) -> rx.Node:
 
 
 # --- boolean combinations, explored lazily -----------------------------------------------------
+
+
+# Universal-state detection is skipped for leaves with more candidate states than this.
+MAX_UNIVERSAL_CANDIDATES = 256
+
+
+def _universal_states(
+    nfa: _NFA,
+    rev: dict[int, list[int]],
+    end: int,
+    natoms: int,
+    closure: Callable[[Iterable[int]], frozenset[int]],
+) -> set[int]:
+    """NFA states from which every string reaches ``end``: the greatest set U of states whose
+    closure holds ``end`` and, for every atom, an edge into a state that reaches U by ε-moves.
+
+    Sound by coinduction: from a state of U the empty string is accepted and each character
+    leads to a set that again holds a state of U. Empty when there are too many candidates.
+    """
+
+    def reaching(targets: Iterable[int], limit: int) -> set[int] | None:
+        seen = set(targets)
+        stack = list(seen)
+        while stack:
+            q = stack.pop()
+            for p in rev.get(q, ()):
+                if p not in seen:
+                    seen.add(p)
+                    if len(seen) > limit:
+                        return None
+                    stack.append(p)
+        return seen
+
+    cand = reaching([end], MAX_UNIVERSAL_CANDIDATES)
+    if cand is None:
+        return set()
+    full = (1 << natoms) - 1
+    closures = {q: closure([q]) for q in cand}
+    u = set(cand)
+    while u:
+        into_u = reaching(u, len(nfa.eps))
+        assert into_u is not None
+        drop = []
+        for q in u:
+            covered = 0
+            for p in closures[q]:
+                for m, r in nfa.edges[p]:
+                    if r in into_u:
+                        covered |= m
+            if covered != full:
+                drop.append(q)
+        if not drop:
+            break
+        u.difference_update(drop)
+    return u
 
 
 def combine(
@@ -519,6 +634,29 @@ def combine(
                     stack.append(r)
         return frozenset(seen)
 
+    # A leaf's state set that holds a universal state accepts every continuation: all such
+    # sets are one state of the leaf (its canonical universal set), so `.*a.*|.*b.*` does not
+    # track the other words after one matched.
+    universal_of: dict[int, frozenset[int]] = {}
+    rev: dict[int, list[int]] = {}  # reverse ε-edges
+    for q, outs in enumerate(nfa.eps):
+        for r in outs:
+            rev.setdefault(r, []).append(q)
+    for end in [] if stop_at_accept else ends:
+        found = _universal_states(nfa, rev, end, natoms, closure)
+        if found:
+            representative = closure([min(found)])
+            for q in found:
+                universal_of[q] = representative
+
+    def canonical(states: frozenset[int]) -> frozenset[int]:
+        if universal_of:
+            for q in states:
+                got = universal_of.get(q)
+                if got is not None:
+                    return got
+        return states
+
     def step(states: frozenset[int]) -> list[frozenset[int]]:
         targets: list[list[int]] = [[] for _ in range(natoms)]
         for q in states:
@@ -534,13 +672,13 @@ def combine(
             key = frozenset(t)
             got = cache.get(key)
             if got is None:
-                got = closure(t) if t else frozenset()
+                got = canonical(closure(t)) if t else frozenset()
                 cache[key] = got
             out.append(got)
         return out
 
     step_cache: dict[frozenset[int], list[frozenset[int]]] = {}
-    start = tuple(closure([s]) for s in starts)
+    start = tuple(canonical(closure([s])) for s in starts)
     index: dict[tuple[frozenset[int], ...], int] = {start: 0}
     order = [start]
     trans: list[list[int]] = []

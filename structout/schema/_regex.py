@@ -578,6 +578,31 @@ def _split_trailing(node: Node) -> list[tuple[bool, Node]]:
     return [(False, node)]
 
 
+def first_chars(node: Node) -> tuple[cs.Charset, bool]:
+    """An over-approximation of the characters that start the language's non-empty strings,
+    and whether the empty string may be in it (exact for assertion-free regexes)."""
+    t = node[0]
+    if t == "set":
+        return node[1], False
+    if t in ("eps", "none"):
+        return cs.make(()), t == "eps"
+    if t == "cat":
+        acc = []
+        for x in node[1]:
+            f, n = first_chars(x)
+            acc.append(f)
+            if not n:
+                return cs.union(*acc), False
+        return cs.union(*acc), True
+    if t == "alt":
+        parts = [first_chars(x) for x in node[1]]
+        return cs.union(*(f for f, _ in parts)), any(n for _, n in parts)
+    if t == "rep":
+        f, n = first_chars(node[1])
+        return f, n or node[2] == 0
+    return cs.make([(0, cs.MAX_CP)]), True
+
+
 def _nullable(node: Node) -> bool:
     t = node[0]
     if t in ("eps", "bol", "eol", "look"):

@@ -99,9 +99,41 @@ def f_and(*items: Formula) -> Formula:
                     rest = ("and", tuple(q for q in out if q is not p))
                     kept = [w for w in words if matches(rest, w)]
                     return f_lit(*kept) if kept else NOTHING
+        # a small finite set excluded from the rest: only its words that the rest matches need
+        # excluding (L(rest) minus W = L(rest) minus (W ∩ L(rest))); often none (named keys
+        # against a patternProperties pattern), and the automaton product is avoided
+        for i, p in enumerate(out):
+            if p[0] == "not" and p[1][0] == "re":
+                words = _small_finite(p[1][1])
+                if words is not None:
+                    rest = ("and", tuple(q for q in out if q is not p))
+                    kept = [w for w in words if matches(rest, w)]
+                    if len(kept) < len(words):
+                        out[i] = f_not(f_lit(*kept)) if kept else ALL
+        # a language disjoint from a positive conjunct excludes nothing more: drop it; two
+        # disjoint positive conjuncts: nothing
+        positives = [p[1] for p in out if p[0] == "re"]
+        for i, a in enumerate(positives):
+            if any(_disjoint(a, b) for b in positives[i + 1 :]):
+                return NOTHING
+        for i, p in enumerate(out):
+            if p[0] == "not" and p[1][0] == "re" and any(_disjoint(a, p[1][1]) for a in positives):
+                out[i] = ALL
+        out = [p for p in out if p != ALL]
+        if not out:
+            return ALL
     if len(out) == 1:
         return out[0]
     return ("and", tuple(out))
+
+
+@lru_cache(maxsize=8192)
+def _disjoint(a: rx.Node, b: rx.Node) -> bool:
+    """A cheap sufficient test that two regexes share no string: different first characters
+    (and not both nullable)."""
+    fa, na = rx.first_chars(a)
+    fb, nb = rx.first_chars(b)
+    return not (na and nb) and not cs.intersect(fa, fb)
 
 
 @lru_cache(maxsize=8192)
@@ -456,6 +488,7 @@ MAX_COMPLEMENT_WORDS = 20000
 
 
 ASCII: cs.Charset = ((0x00, 0x7F),)
+PLAIN: cs.Charset = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))  # JSON spells them as is
 
 
 def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
@@ -469,6 +502,12 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
     still exact. If some word is not ASCII, strings leaving the trie at a non-ASCII character
     are not produced (a subset, never one of the words).
     """
+    # With ascii_exits and words of plain characters only (printable ASCII but '"' and '\\',
+    # which JSON spells as themselves), the trie is left at plain characters and the strings
+    # holding any other character form one branch: exact, and each exit encodes compactly.
+    # ('/' has two JSON spellings: it counts as plain only when a word holds it)
+    plain = PLAIN if any("/" in w for w in words) else cs.difference(PLAIN, cs.of_chars("/"))
+    plain_words = ascii_exits and all(cs.is_subset(cs.of_chars(w), plain) for w in words)
     all_ascii = all(w.isascii() for w in words)
     trie: dict[str, Any] = {}
     for w in words:
@@ -481,7 +520,7 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
         kids = [k for k in t if k]
         exit_set = cs.complement(cs.of_chars("".join(kids)))
         if ascii_exits:
-            exit_set = cs.intersect(exit_set, ASCII)
+            exit_set = cs.intersect(exit_set, plain if plain_words else ASCII)
         parts = [rx.cset(exit_set)]
         for k in kids:
             parts.append(rx.cat(rx.lit(k), leave(t[k])))
@@ -496,7 +535,9 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
 
     anything = rx.rep(rx.ANYCHAR, 0, None)
     out = rx.alt(rx.cat(leave(trie), anything), stop(trie))
-    if ascii_exits and all_ascii:
+    if plain_words:
+        out = rx.alt(out, rx.cat(anything, rx.cset(cs.complement(plain)), anything))
+    elif ascii_exits and all_ascii:
         out = rx.alt(out, rx.cat(anything, rx.cset(cs.complement(ASCII)), anything))
     return out
 
@@ -522,11 +563,34 @@ def realize(
             return bounded
     dfa = _length_product(f)
     if dfa is None:
-        dfa = to_dfa(f)
+        excluded = _excluded_words(f)
+        if excluded is not None:
+            rest, words = excluded
+            dfa = _cached_dfa(rest).minus_words(words)
+        else:
+            dfa = to_dfa(f)
     node = dfa.to_regex(max_regex_size)
     if node is not None:
         return node
     return dfa
+
+
+def _excluded_words(f: Formula) -> tuple[Formula, tuple[str, ...]] | None:
+    """``rest ∧ ¬W`` with ``W`` a small finite set: ``(rest, W)`` (the names of an object's
+    properties excluded from its other keys; ``rest`` is shared by objects alike)."""
+    if f[0] != "and":
+        return None
+    for p in f[1]:
+        if p[0] == "not" and p[1][0] == "re":
+            words = _small_finite(p[1][1])
+            if words is not None:
+                return f_and(*(q for q in f[1] if q is not p)), words
+    return None
+
+
+@lru_cache(maxsize=32)
+def _cached_dfa(f: Formula) -> am.DFA:
+    return to_dfa(f)
 
 
 MAX_LENGTH_PRODUCT = 60_000
@@ -611,6 +675,8 @@ def is_empty(f: Formula) -> bool:
     if f[0] == "or":
         return all(is_empty(x) for x in f[1])
     if f[0] == "cfg":
+        return False
+    if matches(f, ""):  # a witness without automata (e.g. keys outside a pattern)
         return False
     try:
         leaves, ev = _compiled(f)

@@ -1,0 +1,31 @@
+"""What every part of the emitter shares: the state, and the calls the parts make to each other."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .. import _strlang as sl
+from .._ir import Algebra, Node
+from .layout import Layout
+from .regex_rules import RegexRules
+from .rules import Sym
+
+
+class EmitterBase(RegexRules):
+    """State shared by the parts (initialized by :class:`Emitter`).
+
+    ``memo`` maps (IR node, depth) to its symbol; a node is emitted once per depth (depth is
+    always 0 outside the indent layout), so shared subschemas become shared rules.
+    """
+
+    alg: Algebra
+    layout: Layout
+    max_depth: int
+    on_unsupported: Callable[[str, str, Node | None], None]
+    on_subset: Callable[[str, str, Node | None], None] | None
+    realized: dict[tuple[sl.Formula, bool], Any]
+    memo: dict[tuple[Node, int], Sym | None]
+
+    def value(self, node: Node, depth: int) -> Sym | None:
+        """The symbol of the values of ``node`` at nesting ``depth`` (None: no value)."""
+        raise NotImplementedError

@@ -1,0 +1,93 @@
+"""The three output layouts (compact, flexible, indent) and KBNF string literals."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .rules import Alt, Sym
+
+
+def kbnf_literal(text: str) -> str:
+    """Quote ``text`` as a KBNF single-quoted literal."""
+    out = []
+    for ch in text:
+        cp = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == "'":
+            out.append("\\'")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif cp < 0x20 or cp == 0x7F:
+            out.append(f"\\x{cp:02x}")
+        elif cp > 0x7F:
+            out.append(f"\\u{{{cp:04x}}}")
+        else:
+            out.append(ch)
+    return "'" + "".join(out) + "'"
+
+
+class Layout:
+    def __init__(self, whitespace: str, indent: int | None, max_ws: int) -> None:
+        if indent is not None:
+            self.mode = "indent"
+        elif whitespace == "flexible":
+            self.mode = "flexible"
+        elif whitespace == "compact":
+            self.mode = "compact"
+        else:
+            raise ValueError(f"whitespace must be 'compact' or 'flexible', got {whitespace!r}")
+        self.indent = indent or 0
+        self.max_ws = max_ws
+
+    @property
+    def depth_dependent(self) -> bool:
+        return self.mode == "indent"
+
+    def _nl(self, depth: int) -> str:
+        return "\n" + " " * (self.indent * depth)
+
+    def open(self, bracket: str, depth: int) -> Alt:
+        if self.mode == "compact":
+            return [kbnf_literal(bracket)]
+        if self.mode == "flexible":
+            return [kbnf_literal(bracket), "ws"]
+        return [kbnf_literal(bracket + self._nl(depth + 1))]
+
+    def close(self, bracket: str, depth: int) -> Alt:
+        if self.mode == "compact":
+            return [kbnf_literal(bracket)]
+        if self.mode == "flexible":
+            return ["ws", kbnf_literal(bracket)]
+        return [kbnf_literal(self._nl(depth) + bracket)]
+
+    def empty(self, pair: str) -> Alt:
+        if self.mode == "flexible":
+            return [kbnf_literal(pair[0]), "ws", kbnf_literal(pair[1])]
+        return [kbnf_literal(pair)]
+
+    def comma(self, depth: int) -> Alt:
+        if self.mode == "compact":
+            return [kbnf_literal(", ")]
+        if self.mode == "flexible":
+            return ["ws", kbnf_literal(","), "ws"]
+        return [kbnf_literal("," + self._nl(depth + 1))]
+
+    def colon(self) -> Alt:
+        if self.mode == "flexible":
+            return ["ws", kbnf_literal(":"), "ws"]
+        return [kbnf_literal(": ")]
+
+    def key_literal(self, name: str) -> Sym:
+        return kbnf_literal(json.dumps(name, ensure_ascii=False))
+
+    def dumps(self, value: Any) -> str:
+        """Serialize a value the way this layout prints it (flexible: like compact)."""
+        if self.mode == "indent":
+            return json.dumps(value, indent=self.indent, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,148 @@
+"""Regexes → KBNF: one terminal when its DFA stays small, else rules over smaller terminals.
+
+Large counted repetitions (``x{0,5000}``) multiply DFA states; they become KBNF counted
+repetitions of a smaller terminal instead, which the engine handles cheaply.
+"""
+
+from __future__ import annotations
+
+from .. import _automata as am
+from .. import _charset as cs
+from .. import _regex as rx
+from .. import _textre as tr
+from .layout import kbnf_literal
+from .rules import Alt, RuleSet, Sym, rep
+
+REGEX_STATE_BUDGET = 3000
+REGEX_NEST_BUDGET = 100
+
+
+class RegexRules(RuleSet):
+    def regex_sym(self, node: rx.Node, hint: str) -> Sym:
+        """One symbol for a regex: a terminal, or rules when the terminal's DFA would be big.
+
+        Large counted repetitions (``x{0,5000}``) multiply DFA states; they become KBNF
+        counted repetitions of a smaller terminal instead, which the engine handles cheaply.
+        """
+        if fits(node):
+            return self.terminal(tr.to_rust(node), hint)
+        syms = self._regex_syms(node, hint)
+        if len(syms) == 1 and isinstance(syms[0], str):
+            return syms[0]
+        name = self.fresh(hint)
+        self.add_rule(name, [syms])
+        return name
+
+    def _small(self, node: rx.Node, hint: str) -> Sym:
+        """A literal when the regex matches exactly one string, else a terminal."""
+        fs = rx.finite_strings(node, 1)
+        if fs is not None and len(fs) == 1 and fs[0]:
+            return kbnf_literal(fs[0])
+        return self.terminal(tr.to_rust(node), hint)
+
+    def _regex_syms(self, node: rx.Node, hint: str) -> Alt:
+        if fits(node):
+            return [self._small(node, hint)]
+        t = node[0]
+        if t == "cat":
+            # Greedy chunks of consecutive items that fit one terminal. The metrics of a
+            # concatenation are the sum of the items' states and one more than their deepest
+            # nesting, so they are accumulated per item (linear, not a re-measure per item).
+            out: Alt = []
+            buf: list[rx.Node] = []
+            buf_states = buf_depth = 0
+            for x in node[1]:
+                x_states, x_depth = metrics(x)
+                if (
+                    buf_states + x_states <= REGEX_STATE_BUDGET
+                    and 1 + max(buf_depth, x_depth) <= REGEX_NEST_BUDGET
+                ):
+                    buf.append(x)
+                    buf_states += x_states
+                    buf_depth = max(buf_depth, x_depth)
+                    continue
+                if buf:
+                    out.append(self._small(rx.cat(*buf), hint))
+                    buf, buf_states, buf_depth = [], 0, 0
+                if fits(x):
+                    buf.append(x)
+                    buf_states, buf_depth = x_states, x_depth
+                else:
+                    out.extend(self._regex_syms(x, hint))
+            if buf:
+                out.append(self._small(rx.cat(*buf), hint))
+            return out
+        if t == "rep":
+            inner = self._regex_syms(node[1], f"{hint}_c")
+            if len(inner) != 1 or not isinstance(inner[0], str):
+                # a named rule per level keeps KBNF expressions shallow
+                name = self.fresh(f"{hint}_c")
+                self.add_rule(name, [inner])
+                inner = [name]
+            return [rep(inner, node[2], node[3])]
+        if t == "alt":
+            name = self.fresh(hint)
+            self.add_rule(name, [self._regex_syms(x, hint) for x in node[1]])
+            return [name]
+        return [self._small(node, hint)]
+
+    def dfa_rules(self, dfa: am.DFA, json_string: bool, hint: str) -> Sym | None:
+        live, edges = dfa.live_edges()
+        if not live[dfa.start]:
+            return None
+        base = self.fresh(hint)
+        names = {q: f"{base}_s{q}" for q in range(dfa.n) if live[q]}
+        for n in names.values():
+            self.used_names.add(n)
+        terms: dict[cs.Charset, Sym] = {}
+        for q, name in names.items():
+            alts: list[Alt] = []
+            if dfa.accept[q]:
+                alts.append(["''"])
+            for r, chars in edges[q].items():
+                term = terms.get(chars)
+                if term is None:
+                    node = tr.encode_set(chars) if json_string else rx.cset(chars)
+                    term = terms[chars] = self.terminal(tr.to_rust(node), f"{base}_c")
+                alts.append([term, names[r]])
+            self.add_rule(name, alts)
+        if json_string:
+            self.add_rule(base, [["'\"'", names[dfa.start], "'\"'"]])
+        else:
+            self.add_rule(base, [[names[dfa.start]]])
+        return base
+
+
+_METRICS: dict[int, tuple[rx.Node, int, int]] = {}
+
+
+def metrics(node: rx.Node) -> tuple[int, int]:
+    """(estimated DFA states, group nesting depth) of a regex, memoized by identity.
+
+    Counted repetitions multiply states; the engine's regex parser limits nesting.
+    """
+    got = _METRICS.get(id(node))
+    if got is not None and got[0] is node:
+        return got[1], got[2]
+    t = node[0]
+    if t == "set":
+        states, depth = (1 if node[1] and node[1][-1][1] < 0x80 else 4), 0
+    elif t in ("cat", "alt"):
+        ms = [metrics(x) for x in node[1]]
+        states, depth = sum(m[0] for m in ms), 1 + max(m[1] for m in ms)
+    elif t == "rep":
+        k = node[3] if node[3] is not None else node[2] + 1
+        inner = metrics(node[1])
+        states, depth = inner[0] * max(k, 1), 1 + inner[1]
+    else:
+        states, depth = 1, 0
+    if len(_METRICS) > 50_000:
+        _METRICS.clear()
+    _METRICS[id(node)] = (node, states, depth)
+    return states, depth
+
+
+def fits(node: rx.Node) -> bool:
+    """Whether one regex terminal is reasonable: few DFA states and shallow nesting."""
+    states, depth = metrics(node)
+    return states <= REGEX_STATE_BUDGET and depth <= REGEX_NEST_BUDGET

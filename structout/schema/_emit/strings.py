@@ -1,0 +1,132 @@
+"""String values and keys: string-language formulas → regex terminals, ``json_len!`` or rules."""
+
+from __future__ import annotations
+
+from .. import _automata as am
+from .. import _regex as rx
+from .. import _strlang as sl
+from .. import _textre as tr
+from .._ir import Node
+from .regex_format import RegexFormatRules
+from .regex_rules import fits
+from .rules import Sym
+from .text_cache import TERMINAL_TEXTS
+
+
+class StringRules(RegexFormatRules):
+    def generic_string(self) -> Sym:
+        return self.terminal(
+            tr.to_rust(tr.json_string_regex(rx.rep(rx.ANYCHAR, 0, None))), "json_string"
+        )
+
+    def string(
+        self, f: sl.Formula, node: Node | None, hint: str, compact: bool = False
+    ) -> Sym | None:
+        if f == sl.NOTHING:
+            return None
+        if f == sl.ALL:
+            return self.generic_string()
+        if f[0] == "cfg":
+            return self.cfg_string(f[1])
+        try:
+            key = (f, compact)
+            real = self.realized.get(key)
+            if real is None:
+                real = self.realized[key] = sl.realize(f, key_mode=compact, engine_length=True)
+        except sl.NotRegular as e:
+            self.on_unsupported(str(e), "format", node)
+            return self.generic_string()
+        except am.AutomatonTooLarge as e:
+            real, exact = self._length_subset(f, compact)
+            if real is None:
+                self.on_unsupported(
+                    f"string constraints too complex to enforce exactly ({e})", "pattern", node
+                )
+                return self.generic_string()
+            if not exact and self.on_subset is not None:
+                self.on_subset(
+                    "pattern/format with a length limit: the exact intersection is too large; "
+                    "the grammar accepts a subset (the length budget is split over the parts)",
+                    "maxLength",
+                    node,
+                )
+        if isinstance(real, am.DFA):
+            return self.dfa_rules(real, True, hint)
+        if isinstance(real, sl.LengthBounded):
+            return self.length_bounded(real, compact, hint)
+        if real == rx.NONE or rx.is_empty(real):
+            return None
+        cached = TERMINAL_TEXTS.get((real, compact))
+        if cached is not None:
+            return self.terminal(cached, hint)
+        encoded = tr.json_string_regex(tr.factor(real), compact)
+        if fits(encoded):
+            text = tr.to_rust(encoded)
+            TERMINAL_TEXTS.put((real, compact), text)
+            return self.terminal(text, hint)
+        counted = counted_chars(real)
+        if counted is not None:
+            # `c{a,b}` of one character set with a large `b` (e.g. `maxLength: 32767`): one
+            # `json_len!` terminal instead of KBNF repetitions of a one-character terminal,
+            # which would cost an Earley set per character and full trie walks for masks.
+            return self.length_bounded(counted, compact, hint)
+        return self.regex_sym(encoded, hint)
+
+    def length_bounded(self, real: sl.LengthBounded, compact: bool, hint: str) -> Sym:
+        """A JSON string whose decoded value is in ``real.core`` and has ``lo..hi`` code points:
+        the engine's ``json_len!`` counts decoded characters (an escape is one) exactly."""
+        body = tr.to_rust(tr.encode_json(tr.factor(real.core), compact))
+        text = f'json_len!(#"{body}", {real.lo}, {real.hi})'
+        name = self.term_memo.get(text)
+        if name is None:
+            name = self.fresh(hint)
+            self.term_memo[text] = name
+            self.add_rule(name, [["'\"'", text, "'\"'"]])
+        return name
+
+    def _length_subset(self, f: sl.Formula, compact: bool) -> tuple[sl.Realized | None, bool]:
+        """``core ∧ length`` when even the length product is too big:
+        ``shrink(core) ∧ min length`` (a subset)."""
+        split = sl.split_length(f)
+        if split is None:
+            return None, False
+        core_f, lo, hi = split
+        try:
+            real = sl.realize(core_f, key_mode=compact)
+            core = real.to_regex(20_000) if isinstance(real, am.DFA) else real
+            if core is None or isinstance(core, sl.LengthBounded):
+                return None, False
+            shrunk = sl.shrink_to(core, hi)
+            return (
+                sl.realize(sl.f_and(sl.f_re(shrunk), sl.f_len(lo, None)), key_mode=compact),
+                False,
+            )
+        except (am.AutomatonTooLarge, sl.NotRegular):
+            return None, False
+
+
+def counted_chars(node: rx.Node) -> sl.LengthBounded | None:
+    """``p c{a,b} s`` (``c`` a set of single characters, ``p`` and ``s`` of fixed lengths) as
+    ``json_len!(p c* s, a + |p| + |s|, b + |p| + |s|)``, the same language; else None."""
+    items = node[1] if node[0] == "cat" else (node,)
+    reps = [
+        i
+        for i, x in enumerate(items)
+        if x[0] == "rep" and x[3] is not None and rx.length_range(x[1]) == (1, 1)
+    ]
+    if not reps:
+        return None
+    i = max(reps, key=lambda j: items[j][3])
+    fixed = 0
+    for j, x in enumerate(items):
+        if j != i:
+            lo, hi = rx.length_range(x)
+            if lo != hi:
+                return None
+            fixed += lo
+    x = items[i]
+    lo, hi = x[2] + fixed, x[3] + fixed
+    if hi > sl.MAX_ENGINE_LENGTH:
+        return None
+    core = rx.cat(*items[:i], rx.rep(x[1], 0, None), *items[i + 1 :])
+    return sl.LengthBounded(core, lo, hi)
