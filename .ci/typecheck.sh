@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Type checks: mypy (strict on the public modules, see [tool.mypy] in pyproject.toml) and stubtest
 # (structout/_engine.pyi against the built engine). Needs the engine built into structout/
-# (pip install -e . or /work/tools/build_engine.sh) and mypy (the `test` extra).
+# (pip install -e .) and mypy (the `test` extra).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m mypy

@@ -37,7 +37,7 @@ CHECK_MAX_WHITESPACE = 1024
 #: JSON layouts of ``check`` for JSON Schemas: "any" is every whitespace JSON allows (files as
 #: people and tools write them: pretty-printed, minified, with a final newline); "compact" is
 #: exactly the layout structout generates (``{"a": 1, "b": [1, 2]}``).
-CHECK_LAYOUTS = {
+CHECK_LAYOUTS: dict[str, dict[str, Any]] = {
     "any": {"whitespace": "flexible", "max_whitespace": CHECK_MAX_WHITESPACE},
     "compact": {"whitespace": "compact"},
 }

@@ -772,8 +772,7 @@ _COMPLETE_MARKER = ".structout-complete"
 @contextlib.contextmanager
 def _progress_bars_hidden() -> Iterator[None]:
     """Hide transformers' progress bars (restoring the user's setting afterwards)."""
-    from transformers.utils import logging as hf_logging
-
+    hf_logging: Any = importlib.import_module("transformers.utils.logging")
     shown = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
