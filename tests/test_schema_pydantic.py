@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from enum import Enum, IntEnum
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 from uuid import UUID
 
 import pytest
@@ -360,6 +360,48 @@ def test_decimal_accepts_number_and_string_forms() -> None:
         assert _accepts(Decimal, doc), doc
     for doc in ('"+."', '""', '"1e5"', '"abc"'):
         assert not _accepts(Decimal, doc), doc
+
+
+DECIMAL_TYPES: dict[str, Any] = {
+    "plain": Decimal,
+    "digits": Annotated[Decimal, Field(max_digits=4, decimal_places=2)],
+    "max_digits": Annotated[Decimal, Field(max_digits=3)],
+    "places": Annotated[Decimal, Field(decimal_places=1)],
+    "no_places": Annotated[Decimal, Field(max_digits=3, decimal_places=0)],
+    "places_over_digits": Annotated[Decimal, Field(max_digits=2, decimal_places=3)],
+    "bounds": Annotated[Decimal, Field(ge=0, le=10)],
+    "bounds_and_digits": Annotated[Decimal, Field(gt=-5, lt=50, max_digits=3, decimal_places=1)],
+}
+
+
+def _decimal_texts() -> list[str]:
+    """Every decimal-looking text of up to 4 characters over a small alphabet, bare and quoted."""
+    alphabet = "019.+-e"
+    texts = [""]
+    frontier = [""]
+    for _ in range(4):
+        frontier = [t + c for t in frontier for c in alphabet]
+        texts += frontier
+    extra = ["1.50", "12.3", "123", "99.99", "100.5", "0.05", "-0.5", "10", "1E2", "00.1"]
+    return [d for t in texts + extra for d in (t, f'"{t}"')]
+
+
+@pytest.mark.parametrize("name", sorted(DECIMAL_TYPES))
+def test_decimal_grammar_is_within_the_installed_validator(name: str) -> None:
+    """Brute force: every short text the grammar accepts, the installed Pydantic validates."""
+    tp = DECIMAL_TYPES[name]
+    grammar = engine.compile_grammar(to_kbnf(tp))
+    adapter = TypeAdapter(tp)
+    accepted = 0
+    for doc in _decimal_texts():
+        if not grammar.accepts(doc.encode()):
+            continue
+        accepted += 1
+        try:
+            adapter.validate_json(doc)
+        except ValidationError:
+            pytest.fail(f"{name}: grammar accepted {doc}, which pydantic refuses")
+    assert accepted >= 5, f"{name}: the grammar accepts almost nothing ({accepted})"
 
 
 def test_unsupported_python_type_reports_keyword() -> None:

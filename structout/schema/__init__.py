@@ -20,6 +20,7 @@ from ..errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from . import _compile as cp
 from ._emit import Emitter, Layout
 from ._ir import MAX_WORK, Node, Unsupported
+from ._pydantic import sound_schema_generator
 
 __all__ = [
     "SchemaApproximationWarning",
@@ -77,7 +78,9 @@ def json_schema_of(schema_or_type: Any, *, by_alias: bool = True) -> tuple[Any, 
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, RECURSION_LIMIT))
     try:
-        schema = TypeAdapter(schema_or_type).json_schema(by_alias=by_alias, mode="validation")
+        schema = TypeAdapter(schema_or_type).json_schema(
+            by_alias=by_alias, mode="validation", schema_generator=sound_schema_generator()
+        )
     except RecursionError:
         raise LimitExceededError(
             f"the type {_type_name(schema_or_type)} is nested too deeply for Pydantic to "
