@@ -1,0 +1,94 @@
+"""Exactness of the translator's product shortcuts: every language is checked string by string
+against Python's ``re`` on all short strings over a small alphabet."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from structout.schema import _automata as am
+from structout.schema import _regex as rx
+from structout.schema import _strlang as sl
+
+
+def strings(alphabet: str, max_len: int) -> list[str]:
+    return ["".join(p) for n in range(max_len + 1) for p in itertools.product(alphabet, repeat=n)]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "^ab|ba|aab|b$",  # unanchored words: universal states after any match
+        "a.*b|b",
+        "(ab)*a?",
+        "^(a|b)*abb$",
+    ],
+)
+def test_universal_states_keep_the_language(pattern: str) -> None:
+    f = sl.pattern_formula(pattern)
+    dfa = sl.to_dfa(f)
+    py = re.compile(pattern)
+    for s in strings("abc", 7):
+        assert dfa.matches(s) == (py.search(s) is not None), (pattern, s)
+
+
+def test_unanchored_words_stay_small() -> None:
+    words = ["list", "date", "time", "string", "enum", "int", "double", "long", "boolean"]
+    f = sl.pattern_formula("^" + "|".join(words) + "$")
+    # one state per trie position of the words (Aho-Corasick), not per subset of tracked words
+    assert sl.to_dfa(f).n <= sum(len(w) for w in words) + 2
+
+
+@pytest.mark.parametrize("pattern", ["^a[ab]*$", "^(ab|b)+c?$", "^[abc]{0,3}$"])
+def test_minus_words_is_exact(pattern: str) -> None:
+    words = ["", "a", "ab", "abc", "bb", "cab"]
+    dfa = sl.to_dfa(sl.pattern_formula(pattern)).minus_words(words)
+    py = re.compile(pattern)
+    for s in strings("abc", 5):
+        assert dfa.matches(s) == (py.search(s) is not None and s not in words), (pattern, s)
+
+
+def test_realize_rest_minus_names_is_exact() -> None:
+    pattern = "^(x|y)[a-c]{1,3}$"
+    names = ["xa", "yb", "zz", "x"]
+    f = sl.f_and(sl.pattern_formula(pattern), sl.f_not(sl.f_lit(*names)))
+    real = sl.realize(f)
+    py = re.compile(pattern)
+    matcher = real if isinstance(real, am.DFA) else re.compile(rx.to_python(real), re.DOTALL)
+    for s in strings("xyabz", 4):
+        want = py.search(s) is not None and s not in names
+        got = matcher.matches(s) if isinstance(matcher, am.DFA) else bool(matcher.fullmatch(s))
+        assert got == want, s
+
+
+def test_conjunction_shortcuts_keep_the_language() -> None:
+    a = sl.pattern_formula("^a[ab]*$")
+    b = sl.pattern_formula("^b[ab]*$")
+    names = sl.f_lit("ab", "ba", "bb")
+    # names outside ``a`` do not need excluding; ``b`` is disjoint from ``a``
+    f = sl.f_and(a, sl.f_not(names), sl.f_not(b))
+    assert sl.f_and(a, b) == sl.NOTHING
+    overlapping = sl.f_and(a, sl.f_not(sl.pattern_formula("^aa")))  # same first character
+    assert sl.matches(overlapping, "ab") and not sl.matches(overlapping, "aab")
+    for s in strings("ab", 6):
+        want = s.startswith("a") and s not in ("ab", "ba", "bb")
+        assert sl.matches(f, s) == want, s
+    assert not sl.is_empty(f)
+
+
+def test_key_complement_with_plain_names_is_exact() -> None:
+    names = ["ab", "a", "b/c"]
+    node = sl.complement_of_words(names, ascii_exits=True)
+    py = re.compile(rx.to_python(node), re.DOTALL)
+    for s in strings('ab/"\\\x01é', 3):
+        assert bool(py.fullmatch(s)) == (s not in names), repr(s)
+    slashless = sl.complement_of_words(["ab", "a"], ascii_exits=True)
+    py = re.compile(rx.to_python(slashless), re.DOTALL)
+    for s in strings('ab/"\\\x01é', 3):
+        assert bool(py.fullmatch(s)) == (s not in ("ab", "a")), repr(s)
+    quoted = sl.complement_of_words(['a"', "b"], ascii_exits=True)  # not plain: ASCII exits
+    py = re.compile(rx.to_python(quoted), re.DOTALL)
+    for s in strings('ab/"\\\x01é', 3):
+        assert bool(py.fullmatch(s)) == (s not in ('a"', "b")), repr(s)
