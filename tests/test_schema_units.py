@@ -593,3 +593,23 @@ def test_terminal_text_cache_is_bounded() -> None:
     assert cache.get((rx.lit("k0"), False)) is None
     cache.put((rx.lit("big"), False), "y" * 11)  # over max_chars / 8: not kept
     assert cache.get((rx.lit("big"), False)) is None
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [("strin", "string"), ("integr", "integer"), ("float", "number"), ("Bool", "boolean")],
+)
+def test_unknown_type_suggests_the_name_meant(written: str, meant: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        to_kbnf({"properties": {"a": {"type": written}}})
+    message = str(info.value)
+    assert f"unknown type {written!r}; did you mean {meant!r}?" in message
+    assert "valid names: array, boolean, integer, null, number, object, string" in message
+    assert info.value.pointer == "/properties/a/type"
+
+
+def test_unknown_type_without_a_close_name_lists_the_valid_ones() -> None:
+    with pytest.raises(SchemaError) as info:
+        to_kbnf({"type": ["string", "xyz"]})
+    assert "did you mean" not in str(info.value)
+    assert "valid names: array, boolean" in str(info.value)

@@ -10,8 +10,9 @@ Every subschema is compiled at most once per annotation mode; ``$ref`` targets b
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -123,6 +124,22 @@ def _active(s: dict[str, Any], kw: str, draft: int) -> bool:
 
 
 _TYPE_NAMES = {"null", "boolean", "object", "array", "number", "string", "integer"}
+#: Names other languages use for JSON Schema types (for the hint of an unknown type).
+_TYPE_ALIASES = {
+    "float": "number", "double": "number", "decimal": "number", "int": "integer", "long": "integer",
+    "str": "string", "text": "string", "bool": "boolean", "dict": "object", "map": "object",
+    "list": "array", "tuple": "array", "none": "null",
+}  # fmt: skip
+
+
+def _did_you_mean(name: str, valid: Iterable[str], aliases: Mapping[str, str] = {}) -> str:
+    """``"; did you mean 'string'? (valid names: ...)"``: the closest valid names, then all."""
+    names = sorted(valid)
+    close = [aliases[name.lower()]] if name.lower() in aliases else []
+    close = close or difflib.get_close_matches(name, names, n=2, cutoff=0.6)
+    close = close or [v for v in names if v.lower() == name.lower()]
+    guess = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"{guess} (valid names: {', '.join(names)})"
 
 
 def json_pointer_escape(token: str) -> str:
@@ -857,7 +874,11 @@ class Compiler:
                 if x not in _TYPE_NAMES:
                     if x == "any" and loc.draft <= 3:
                         continue
-                    raise self.bad(f"unknown type {x!r}", loc, "type")
+                    raise self.bad(
+                        f"unknown type {x!r}{_did_you_mean(x, _TYPE_NAMES, _TYPE_ALIASES)}",
+                        loc,
+                        "type",
+                    )
             if "any" in names and loc.draft <= 3:
                 names = list(_TYPE_NAMES)
             kinds = set()
