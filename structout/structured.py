@@ -73,6 +73,18 @@ def current_model() -> Model:
     return Model.default()
 
 
+def _check_schema(schema: Any) -> None:
+    """Translate ``schema`` under the default limits (what ``Model.default()`` uses), raising its
+    SchemaError/UnsupportedSchemaError now; the KBNF lands in the compile cache the model reads."""
+    from structout.compiling import schema_kbnf
+    from structout.limits import Limits
+    from structout.targets import resolve_schema
+
+    target = resolve_schema(schema)
+    if target.kbnf is None and target.json_schema is not None:
+        schema_kbnf(target.json_schema, Limits().translator_options())
+
+
 _GENERATE_OPTIONS = {
     "max_new_tokens",
     "temperature",
@@ -194,6 +206,8 @@ class StructuredFunction(Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         messages = self.messages(*args, **kwargs)
         schema = self.schema
+        if self._model is None and _model_var.get() is None:
+            _check_schema(schema)  # before Model.default() spends seconds loading
         if self._is_async:
             model = self.model  # resolved in the caller's context, before switching threads
             coroutine: R = self._acall(model, messages, schema)  # type: ignore[assignment]

@@ -177,3 +177,20 @@ def test_system_message(model: Model) -> None:
     assert msgs[0] == {"role": "system", "content": "You are terse."}
     rendered = model.render_prompt(msgs, Kind)
     assert "You are terse." in rendered and 'one of "bug", "feature", "question"' in rendered
+
+
+def test_bad_schema_fails_before_the_default_model_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a model, a call would load Model.default() (seconds): the schema is checked first."""
+    from structout.errors import SchemaError
+
+    def no_loading(*args: Any, **kwargs: Any) -> Model:
+        raise AssertionError("the default model was loaded before the schema was checked")
+
+    monkeypatch.setattr(Model, "default", classmethod(no_loading))
+
+    @structured(schema={"type": "object", "properties": {"n": {"type": "strin"}}})
+    def ask(text: str) -> Any:
+        """Read {text}"""
+
+    with pytest.raises(SchemaError, match="did you mean 'string'"):
+        ask("x")
