@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["ENGINE_LIMITS", "TRANSLATOR_LIMITS", "Limits", "split_options"]
+__all__ = [
+    "DEFAULT_MAX_NUMBER_LENGTH",
+    "ENGINE_LIMITS",
+    "TRANSLATOR_LIMITS",
+    "Limits",
+    "split_options",
+]
 
 
 def _translator() -> Any:
@@ -24,6 +30,11 @@ def _engine(least: int = 1) -> Any:
     """A limit of the native engine (a keyword of ``compile_kbnf``, listed with its default in
     ``structout._engine.ENGINE_LIMITS``); ``least`` is 0 where 0 turns the bounded thing off."""
     return field(default=None, metadata={"stage": "engine", "least": least})
+
+
+#: Default of :attr:`Limits.max_number_length`: the longest JSON number generation may write
+#: (int64 with sign: 20 characters; shortest round-trip doubles: at most 24).
+DEFAULT_MAX_NUMBER_LENGTH = 24
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,12 @@ class Limits:
     max_schema_work: int | None = _translator()
     max_whitespace: int | None = _translator()
     max_nesting: int | None = _translator()
+    #: Longest number (characters) generated output may contain; 0 lifts the bound. Unlike the
+    #: other limits it has a value by default: a small model can otherwise write "1111..." until
+    #: its token budget runs out. A sound subset: a shorter number is still validated exactly.
+    max_number_length: int | None = field(
+        default=DEFAULT_MAX_NUMBER_LENGTH, metadata={"stage": "translator", "least": 0}
+    )
     # engine: compiling
     dfa_size_limit: int | None = _engine()
     max_repetition: int | None = _engine()

@@ -313,3 +313,56 @@ def test_combining_work_is_bounded_by_max_schema_work() -> None:
     assert getattr(e.value, "limit", None) == "max_schema_work"
     with pytest.raises(ValueError, match="max_schema_work"):
         to_kbnf(schema, max_schema_work=0)
+
+
+def _number_texts() -> list[str]:
+    """Number-like texts: every one of up to 3 characters over a small alphabet, and longer
+    integers and decimals around the bound used below."""
+    alphabet = "0159.-e+E"
+    texts, frontier = [], [""]
+    for _ in range(3):
+        frontier = [t + c for t in frontier for c in alphabet]
+        texts += frontier
+    for n in range(1, 9):
+        texts += ["9" * n, "-" + "9" * n, "1." + "5" * n, "1e" + "7" * n, "0." + "0" * n + "1"]
+    return texts
+
+
+@pytest.mark.parametrize("schema", [{"type": "integer"}, {"type": "number"}, {}])
+def test_max_number_length_keeps_exactly_the_short_numbers(schema: dict) -> None:
+    """A bounded grammar accepts exactly the numbers of the unbounded one that are short enough."""
+    from structout._engine import compile_grammar
+
+    bound = 5
+    unbounded = compile_grammar(to_kbnf(schema))
+    bounded = compile_grammar(to_kbnf(schema, max_number_length=bound))
+    checked = 0
+    for text in _number_texts():
+        doc = text.encode()
+        expected = unbounded.accepts(doc) and len(text) <= bound
+        assert bounded.accepts(doc) == expected, (schema, text)
+        checked += expected
+    assert checked > 20
+    # Numbers nested in arrays and objects are bounded too.
+    nested = compile_grammar(to_kbnf({"type": "array"}, max_number_length=bound))
+    assert nested.accepts(b"[12345, [1.5e3]]")
+    assert not nested.accepts(b"[1, [123456]]")
+
+
+def test_limits_bound_numbers_by_default_and_0_lifts_the_bound() -> None:
+    from structout.limits import DEFAULT_MAX_NUMBER_LENGTH, Limits
+
+    assert Limits().translator_options() == {"max_number_length": DEFAULT_MAX_NUMBER_LENGTH}
+    assert Limits(max_number_length=0).translator_options() == {"max_number_length": 0}
+    long_int = b"1" * (DEFAULT_MAX_NUMBER_LENGTH + 1)
+    from structout._engine import compile_grammar
+
+    default = compile_grammar(to_kbnf({"type": "integer"}, **Limits().translator_options()))
+    lifted = compile_grammar(
+        to_kbnf({"type": "integer"}, **Limits(max_number_length=0).translator_options())
+    )
+    assert not default.accepts(long_int)
+    assert default.accepts(long_int[:-1])
+    assert lifted.accepts(long_int)
+    with pytest.raises(ValueError):
+        Limits(max_number_length=-1)

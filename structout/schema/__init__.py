@@ -218,6 +218,7 @@ def translate(
     max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
     max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
     max_schema_work: int = DEFAULT_MAX_SCHEMA_WORK,
+    max_number_length: int | None = None,
 ) -> SchemaTranslation:
     """Translate and return a :class:`SchemaTranslation` (see :func:`to_kbnf` for options)."""
     if indent is not None and (not isinstance(indent, int) or indent < 0):
@@ -232,6 +233,14 @@ def translate(
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if max_number_length is not None and (
+        not isinstance(max_number_length, int)
+        or isinstance(max_number_length, bool)
+        or max_number_length < 0
+    ):
+        raise ValueError(
+            f"max_number_length must be a non-negative integer or None, got {max_number_length!r}"
+        )
     layout = Layout(whitespace, indent, max_whitespace)
     schema, _from_python = json_schema_of(schema_or_type, by_alias=by_alias)
     reg, base = cp.mapping_registry(schema, registry, max_subschemas)
@@ -284,6 +293,7 @@ def translate(
             on_subset=lambda m, k, n: subset_warn(m, k, compiler.origin.get(n, "") if n else ""),
             max_schema_depth=max_schema_depth,
             pointer_of=compiler.origin.get,
+            max_number_length=max_number_length or None,
         )
         emitter.emit_start(root)
         text = emitter.render()
@@ -322,6 +332,7 @@ def to_kbnf(
     max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
     max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
     max_schema_work: int = DEFAULT_MAX_SCHEMA_WORK,
+    max_number_length: int | None = None,
 ) -> str:
     """KBNF (start rule ``start``) accepting exactly the valid documents in the chosen layout.
 
@@ -340,6 +351,9 @@ def to_kbnf(
             (LimitExceededError beyond; see docs/limits.md).
         max_schema_work: steps of combining subschemas (``allOf``/``anyOf``/``oneOf``
             intersections and unions) before the schema counts as too complex.
+        max_number_length: accept only numbers of at most this many characters (``None`` or 0:
+            any length). A sound subset meant for generation, where a small model may write
+            digits until its token budget runs out; :class:`structout.Limits` sets it by default.
 
     Raises:
         SchemaError: the schema is invalid (bad keyword values, unresolvable ``$ref``).
@@ -359,6 +373,7 @@ def to_kbnf(
         max_subschemas=max_subschemas,
         max_pattern_length=max_pattern_length,
         max_schema_work=max_schema_work,
+        max_number_length=max_number_length,
     ).kbnf
 
 
@@ -378,6 +393,7 @@ def canonical_schema_key(schema_or_type: Any, **options: Any) -> str:
         "max_schema_depth": DEFAULT_MAX_SCHEMA_DEPTH,
         "max_subschemas": DEFAULT_MAX_SUBSCHEMAS,
         "max_pattern_length": DEFAULT_MAX_PATTERN_LENGTH,
+        "max_number_length": None,
         "max_schema_work": DEFAULT_MAX_SCHEMA_WORK,
     }
     opts = dict(defaults)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .. import _regex as rx
 from .. import _strlang as sl
 from .._ir import Algebra, Node
 from .layout import Layout
@@ -21,6 +22,8 @@ class EmitterBase(RegexRules):
     alg: Algebra
     layout: Layout
     max_depth: int
+    #: Most characters a number may have (None: unbounded); see NumberRules.number_terminal.
+    max_number_length: int | None
     on_unsupported: Callable[[str, str, Node | None], None]
     on_subset: Callable[[str, str, Node | None], None] | None
     realized: dict[tuple[sl.Formula, bool], Any]
@@ -28,4 +31,8 @@ class EmitterBase(RegexRules):
 
     def value(self, node: Node, depth: int) -> Sym | None:
         """The symbol of the values of ``node`` at nesting ``depth`` (None: no value)."""
+        raise NotImplementedError
+
+    def number_terminal(self, real: rx.Node, hint: str) -> Sym:
+        """The symbol of a number regex (see :class:`NumberRules`)."""
         raise NotImplementedError

@@ -27,6 +27,7 @@ class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
         on_subset: Callable[[str, str, Node | None], None] | None = None,
         max_schema_depth: int = 256,
         pointer_of: Callable[[Node], str | None] | None = None,
+        max_number_length: int | None = None,
     ) -> None:
         super().__init__()
         self.alg = alg
@@ -38,6 +39,7 @@ class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
         self.recursion_pointer: str | None = None  # where Python's recursion limit was hit
         self.layout = layout
         self.max_depth = max_depth
+        self.max_number_length = max_number_length
         self.on_unsupported = on_unsupported
         self.on_subset = on_subset
         self.realized = {}

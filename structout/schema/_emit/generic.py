@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from .. import _numbers as nm
-from .. import _textre as tr
 from .rules import Alt, Sym, rep
 from .strings import StringRules
 
@@ -22,7 +21,7 @@ class GenericRules(StringRules):
         for n in (name, f"json_object{sfx}", f"json_array{sfx}"):
             self.used_names.add(n)
         string = self.generic_string()
-        number = self.terminal(tr.to_rust(nm.GENERIC_NUMBER), "json_number")
+        number = self.number_terminal(nm.GENERIC_NUMBER, "json_number")
         alts: list[Alt] = [[string], [number], ["'true'"], ["'false'"], ["'null'"]]
         child = self.generic_value(depth + 1)
         if child is not None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from .. import _automata as am
 from .. import _numbers as nm
 from .. import _regex as rx
+from .. import _textre as tr
 from .._ir import Node
 from .base import EmitterBase
+from .regex_rules import fits
 from .rules import Sym
 
 
@@ -27,4 +29,19 @@ class NumberRules(EmitterBase):
         hint = (
             "integer" if f in (("int",), ("intplain",)) else "number" if f == nm.NUM_ALL else "num"
         )
-        return self.regex_sym(real, hint)
+        return self.number_terminal(real, hint)
+
+    def number_terminal(self, real: rx.Node, hint: str) -> Sym:
+        """The symbol of a number regex; with ``max_number_length`` set, only its texts of at most
+        that many characters (the engine's exact ``len!``): a sound subset for generation, where
+        a small model may otherwise write digits until its token budget runs out."""
+        limit = self.max_number_length
+        if limit is None or not fits(real):
+            return self.regex_sym(real, hint)
+        text = f'len!(#"{tr.to_rust(real)}", 1, {limit})'
+        name = self.term_memo.get(text)
+        if name is None:
+            name = self.fresh(hint)
+            self.term_memo[text] = name
+            self.add_rule(name, [[text]])
+        return name
