@@ -19,7 +19,9 @@ first token* includes compiling. Metrics: *output tokens/s* = all output tokens 
 submitting the 8 requests to the last token, and the same per CPU-second of this process (the
 engine core runs in it: forward passes, scheduler, masks, all threads), which other programs' load
 on the machine disturbs far less than wall time; *TTFT* = mean time from submission to a request's
-first token. Every constrained output is checked with ``jsonschema``. Configurations are interleaved per
+first token; *constraint ms/token* = time inside the constraint code per output token (structout's
+``apply``; vLLM's ``grammar_bitmask``, ``accept_tokens`` and mask application), which bounds what
+constraining costs independently of the machine's load. Every constrained output is checked with ``jsonschema``. Configurations are interleaved per
 round so machine load affects all alike; the median round is reported.
 """
 
@@ -130,6 +132,35 @@ def _switch_backend(llm: Any, backend: str) -> None:
         manager.backend = None
 
 
+#: Seconds spent in constraint code per step (masks, token acceptance, applying masks; not
+#: compiling): structout's processor and vLLM's structured-output manager and mask application.
+_constraint_s = [0.0]
+
+
+def _timed(fn: Any) -> Any:
+    def wrapper(*a: Any, **k: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            _constraint_s[0] += time.perf_counter() - t
+
+    return wrapper
+
+
+def _instrument() -> None:
+    """Time the per-step constraint work of every backend (same engine, same clock)."""
+    import vllm.v1.worker.gpu_model_runner as runner
+    from vllm.v1.structured_output import StructuredOutputManager
+
+    from structout.integrations.vllm import StructoutLogitsProcessor
+
+    StructoutLogitsProcessor.apply = _timed(StructoutLogitsProcessor.apply)
+    StructuredOutputManager.grammar_bitmask = _timed(StructuredOutputManager.grammar_bitmask)
+    StructuredOutputManager.accept_tokens = _timed(StructuredOutputManager.accept_tokens)
+    runner.apply_grammar_bitmask = _timed(runner.apply_grammar_bitmask)
+
+
 def _run_batch(llm: Any, prompts: list[str], params: list[Any]) -> dict[str, Any]:
     """Submit all requests at once, step the engine to the end; per-request timings."""
     from vllm.sampling_params import RequestOutputKind
@@ -138,7 +169,7 @@ def _run_batch(llm: Any, prompts: list[str], params: list[Any]) -> dict[str, Any
     first: dict[str, float] = {}
     tokens: dict[str, list[int]] = {}
     texts: dict[str, str] = {}
-    c0, t0 = time.process_time(), time.perf_counter()
+    k0, c0, t0 = _constraint_s[0], time.process_time(), time.perf_counter()
     for i, (prompt, p) in enumerate(zip(prompts, params)):
         p.output_kind = RequestOutputKind.CUMULATIVE
         engine.add_request(str(i), prompt, p)
@@ -158,6 +189,8 @@ def _run_batch(llm: Any, prompts: list[str], params: list[Any]) -> dict[str, Any
         "tokens_per_s": n_tokens / wall,
         "cpu_s": cpu,
         "tokens_per_cpu_s": n_tokens / cpu,
+        "constraint_s": _constraint_s[0] - k0,
+        "constraint_share": (_constraint_s[0] - k0) / wall,
         "ttft_s": statistics.mean(first[i] for i in ids),
         "lengths": [len(tokens[i]) for i in ids],
         "texts": [texts[i] for i in ids],
@@ -184,6 +217,7 @@ def main() -> None:
     from structout.integrations.vllm import StructoutLogitsProcessor, extra_args
     from structout.model import _COMPLETE_MARKER, converted_checkpoint_dir, default_gguf_path
 
+    _instrument()
     model_dir = converted_checkpoint_dir(default_gguf_path())
     if not (model_dir / _COMPLETE_MARKER).is_file():
         structout.Model.default()  # converts the GGUF once and caches the checkpoint
@@ -267,7 +301,9 @@ def main() -> None:
             print(
                 f"round {r} {config:>13}: {res['output_tokens']:4d} tokens in {res['wall_s']:.2f} s"
                 f" = {res['tokens_per_s']:.1f} tok/s ({res['tokens_per_cpu_s']:.1f} per CPU s),"
-                f" TTFT {res['ttft_s'] * 1000:.0f} ms"
+                f" TTFT {res['ttft_s'] * 1000:.0f} ms, constraint work"
+                f" {res['constraint_s'] * 1000 / res['output_tokens']:.2f} ms/token"
+                f" ({res['constraint_share']:.2%} of wall)"
                 + (f", valid {res['valid']}/{len(prompts)}" if "valid" in res else ""),
                 flush=True,
             )
@@ -284,9 +320,9 @@ def main() -> None:
     )
     print(
         "| configuration | output tokens/s (wall) | vs unconstrained | tokens per CPU-s "
-        "| vs unconstrained | TTFT (ms) | valid |"
+        "| vs unconstrained | TTFT (ms) | constraint ms/token | share of wall | valid |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for config in CONFIGS:
         tps = median(config, "tokens_per_s")
         tpc = median(config, "tokens_per_cpu_s")
@@ -297,7 +333,9 @@ def main() -> None:
         )
         print(
             f"| {config} | {tps:.1f} | {tps / base:.2f}x | {tpc:.1f} | {tpc / base_cpu:.2f}x | "
-            f"{median(config, 'ttft_s') * 1000:.0f} | {valid} |"
+            f"{median(config, 'ttft_s') * 1000:.0f} | "
+            f"{statistics.median(r['constraint_s'] * 1000 / r['output_tokens'] for r in results[config]):.2f} | "
+            f"{median(config, 'constraint_share'):.2%} | {valid} |"
         )
     if args.json:
         args.json.write_text(json.dumps({"startup_s": startup, "results": results}, indent=1))
