@@ -793,9 +793,7 @@ def _load_gguf_cached(gguf: Path, dtype: Any, kwargs: dict[str, Any]) -> tuple[A
         # No progress bar: this is the warm path, taken on every run after the first.
         tok = PreTrainedTokenizerFast.from_pretrained(str(target))
         with _progress_bars_hidden():
-            loaded = AutoModelForCausalLM.from_pretrained(
-                str(target), **_dtype_kw(dtype), **kwargs
-            )
+            loaded = AutoModelForCausalLM.from_pretrained(str(target), **_dtype_kw(dtype), **kwargs)
         return loaded, tok
     print(
         f"structout: converting {gguf.name} to a cached checkpoint in {target} "

@@ -49,10 +49,13 @@ from vllm.v1.sample.logits_processor import (
     MoveDirectionality,
 )
 
-from structout import generation as _gen
+from structout.bitmask import apply_token_bitmask_
 from structout.cache import get_default_cache
+from structout.compiling import compile_target, schema_kbnf
 from structout.errors import RollbackError, SchemaError, StructoutError
+from structout.generation import ROLLBACK_WINDOW
 from structout.limits import Limits
+from structout.targets import KBNF, Target, resolve_schema
 
 if TYPE_CHECKING:
     from vllm import SamplingParams
@@ -87,9 +90,9 @@ def extra_args(schema: Any) -> dict[str, str]:
     sent), a JSON Schema dict, or a ``structout.Grammar``. Values are strings, so the result
     serves as ``SamplingParams(extra_args=...)`` and as an HTTP request's ``vllm_xargs`` alike.
     """
-    if isinstance(schema, _gen.Grammar):
+    if isinstance(schema, KBNF):
         return {KBNF_ARG: schema.text}
-    target = _gen.resolve_schema(schema)
+    target = resolve_schema(schema)
     if target.json_schema is None:
         raise TypeError(f"cannot constrain a request to {schema!r}: pass a type, dict or Grammar")
     return {JSON_SCHEMA_ARG: json.dumps(target.json_schema, separators=(",", ":"))}
@@ -104,7 +107,7 @@ def parse_output(output: Any, schema: Any) -> Any:
     ``structout.SchemaValidationError`` when the text does not parse or validate (e.g. the
     request hit ``max_tokens`` before the output was complete).
     """
-    return _gen.resolve_schema(schema).parse(_text_of(output))
+    return resolve_schema(schema).parse(_text_of(output))
 
 
 def _text_of(output: Any) -> str:
@@ -126,7 +129,7 @@ def _text_of(output: Any) -> str:
 
 
 # ------------------------------------------------------------------------ request → grammar target
-def _target_of(args: dict[str, Any] | None) -> _gen.Target | None:
+def _target_of(args: dict[str, Any] | None) -> Target[str] | None:
     """The constraint a request's extra args ask for (None: unconstrained).
 
     Raises ``SchemaError`` / ``TypeError`` for malformed arguments.
@@ -141,7 +144,7 @@ def _target_of(args: dict[str, Any] | None) -> _gen.Target | None:
     if kbnf is not None:
         if not isinstance(kbnf, str):
             raise TypeError(f"{KBNF_ARG} must be the grammar's text, not {type(kbnf).__name__}")
-        return _gen.Target("grammar", None, kbnf, _no_parse, None)
+        return Target("grammar", None, kbnf, _no_parse, None)
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -152,24 +155,20 @@ def _target_of(args: dict[str, Any] | None) -> _gen.Target | None:
             f"{JSON_SCHEMA_ARG} must be a JSON Schema (object or boolean), "
             f"not {type(schema).__name__}"
         )
-    return _gen.Target("json_schema", schema, None, _no_parse, None)
+    if isinstance(schema, bool):  # the same languages as object schemas
+        schema = {} if schema else {"not": {}}
+    return Target("json_schema", schema, None, _no_parse, None)
 
 
 def _no_parse(text: str) -> str:
     return text
 
 
-def _kbnf_of(target: _gen.Target, limits: Limits) -> str:
+def _kbnf_of(target: Target[str], limits: Limits) -> str:
     """KBNF text of a target; schemas are translated through the compile-once cache."""
     if target.kbnf is not None:
         return target.kbnf
-    from structout.model import _translate_schema
-
-    topts = limits.translator_options()
-    kbnf, _ = get_default_cache().kbnf_for_schema(
-        target.json_schema, functools.partial(_translate_schema, **topts), topts or None
-    )
-    return kbnf
+    return schema_kbnf(target.json_schema, limits.translator_options())
 
 
 @functools.lru_cache(maxsize=256)
@@ -178,7 +177,7 @@ def _check_grammar(kbnf: str, engine_options: tuple[tuple[str, int], ...]) -> No
     ``LimitExceededError``; remembered when it succeeds."""
     import structout
 
-    structout.compile_grammar(kbnf, **dict(engine_options))
+    structout.compile_grammar(kbnf, "start", **dict(engine_options))
 
 
 # ------------------------------------------------------------------------------------ the processor
@@ -267,10 +266,8 @@ class StructoutLogitsProcessor(LogitsProcessor):
             target = _target_of(params.extra_args)
             if target is None:
                 return None
-            from structout.model import compile_target
-
             _, grammar = compile_target(get_default_cache(), target, self._vocab, self.limits)
-            matcher = grammar.matcher(max_rollback_tokens=_gen.ROLLBACK_WINDOW)
+            matcher = grammar.matcher(max_rollback_tokens=ROLLBACK_WINDOW)
         except Exception as exc:  # noqa: BLE001 - never fail the engine: end this request
             logger.error("structout: cannot constrain a request, ending it: %s", exc)
             return _Row(None, output_ids, failed=True)
@@ -339,10 +336,10 @@ class StructoutLogitsProcessor(LogitsProcessor):
         ):
             array = logits.numpy()
             if indices == list(range(batch)):
-                _gen._apply_bitmask_np(array, self._bitmask[:batch])
+                apply_token_bitmask_(array, self._bitmask[:batch])
             else:
                 for i in indices:
-                    _gen._apply_bitmask_np(array[i : i + 1], self._bitmask[i : i + 1])
+                    apply_token_bitmask_(array[i : i + 1], self._bitmask[i : i + 1])
             return logits
         import structout
 
