@@ -11,7 +11,13 @@ import pytest
 
 import structout as so
 from structout.errors import LimitExceededError
-from structout.limits import ENGINE_LIMITS, TRANSLATOR_LIMITS, Limits, split_options
+from structout.limits import (
+    DEFAULT_MAX_NUMBER_LENGTH,
+    ENGINE_LIMITS,
+    TRANSLATOR_LIMITS,
+    Limits,
+    split_options,
+)
 
 DEEP = {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}
 PATTERN = {"type": "string", "pattern": "^[a-z]{20}[0-9]{20}$"}
@@ -43,9 +49,11 @@ def test_mask_cache_bytes_may_be_zero_but_not_negative() -> None:
 
 def test_limits_split_into_translator_and_engine_options() -> None:
     lim = Limits(max_schema_depth=5, dfa_size_limit=1 << 20, max_items_per_set=100)
-    assert lim.translator_options() == {"max_schema_depth": 5}
+    # max_number_length is the one limit set by default (generation's bound on numbers).
+    bound = {"max_number_length": DEFAULT_MAX_NUMBER_LENGTH}
+    assert lim.translator_options() == {"max_schema_depth": 5, **bound}
     assert lim.engine_options() == {"dfa_size_limit": 1 << 20, "max_items_per_set": 100}
-    assert Limits().translator_options() == {} and Limits().engine_options() == {}
+    assert Limits().translator_options() == bound and Limits().engine_options() == {}
     names = {f for f in Limits.__dataclass_fields__}
     assert names == set(ENGINE_LIMITS) | set(TRANSLATOR_LIMITS)
     t, e = split_options({"indent": 2, "max_total_items": 9})

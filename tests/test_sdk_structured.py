@@ -27,8 +27,9 @@ from structout.model import Model
 from structout.structured import current_model, structured, use_model
 
 
-def _enum_only_translator(schema: dict[str, Any]) -> str:
-    """Test-only translator: a JSON Schema with ``enum`` → a choice grammar of its JSON values."""
+def _enum_only_translator(schema: dict[str, Any], **options: Any) -> str:
+    """Test-only translator: a JSON Schema with ``enum`` → a choice grammar of its JSON values
+    (translator options such as the default ``max_number_length`` change nothing here)."""
     if set(schema) - {"enum", "type", "title", "description"} or "enum" not in schema:
         raise NotImplementedError(f"test translator handles enum schemas only: {schema}")
     return choice_kbnf(*(json.dumps(v) for v in schema["enum"]))
