@@ -5,8 +5,9 @@ Errors raised by the engine are the classes of :mod:`structout.errors` (``Gramma
 built-in ``TypeError`` / ``ValueError`` / ``IndexError`` / ``KeyError`` for invalid arguments.
 """
 
+import os
 from collections.abc import Sequence
-from typing import Protocol, TypedDict, final
+from typing import Any, Literal, Protocol, TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +29,9 @@ class _CacheStats(TypedDict):
 
     hits: int
     misses: int
+    disk_hits: int
+    disk_writes: int
+    disk_errors: int
     entries: int
     capacity: int
 
@@ -182,6 +186,10 @@ class CompiledGrammar:
     def mask_cache_stats(self) -> dict[str, int]:
         """This grammar's mask cache: ``hits``, ``misses``, ``entries``, ``bytes`` (keys and
         masks held, never more than ``limit``) and ``limit`` (``mask_cache_bytes``)."""
+    def __eq__(self, other: object) -> bool:
+        """Whether both are the same native compiled grammar (the engine's cache returns one
+        object per text, options and vocabulary)."""
+    def __hash__(self) -> int: ...
 
 @final
 class Matcher:
@@ -227,14 +235,35 @@ class Matcher:
         """Bytes accepted so far."""
 
 def compile_kbnf(
-    text: str, vocab: Vocabulary | _HasNative, start: str = "start", **limits: int | None
+    text: str,
+    vocab: Vocabulary | _HasNative,
+    start: str = "start",
+    cache_dir: str | os.PathLike[str] | None = None,
+    **limits: int | None,
 ) -> CompiledGrammar:
     """Compiles KBNF text for ``vocab`` (a :class:`Vocabulary` or ``structout.Vocabulary``)
-    through the engine's cache (keyed by text, options and vocabulary fingerprint); ``limits``
-    are :data:`ENGINE_LIMITS` (``None`` keeps a default, an unknown name is a ``TypeError``).
+    through the engine's cache (keyed by text, options and vocabulary fingerprint), with a disk
+    layer under ``cache_dir`` when given (entries of other builds, corrupt or truncated ones are
+    recompiled and replaced); ``limits`` are :data:`ENGINE_LIMITS` (``None`` keeps a default, an
+    unknown name is a ``TypeError``).
 
     Raises ``TypeError`` for a vocabulary of the wrong type, ``GrammarError`` or
     ``LimitExceededError``."""
+
+def load_or_compile(
+    text: str,
+    vocab: Vocabulary | _HasNative,
+    start: str = "start",
+    cache_dir: str | os.PathLike[str] | None = None,
+    **limits: int | None,
+) -> tuple[CompiledGrammar, Literal["memory", "disk", "compiled"]]:
+    """:func:`compile_kbnf`, also saying where the grammar came from: the memory cache, the disk
+    cache, or compiled now."""
+
+def apply_token_bitmask_inplace(logits: npt.NDArray[Any], bitmask: _Bitmask) -> bool:
+    """Sets the logits whose bit is clear (and columns beyond the bitmask) to ``-inf`` in place,
+    GIL released: ``logits`` a writeable C-contiguous float32/float64 ``[rows, vocab]`` array,
+    ``bitmask`` int32 ``[1 or >= rows, words]``. False (nothing done) for other dtypes/layouts."""
 
 def fill_next_token_bitmasks(
     matchers: Sequence[Matcher],
@@ -260,6 +289,7 @@ __all__ = [
     "Recognizer",
     "Vocabulary",
     "__version__",
+    "apply_token_bitmask_inplace",
     "builtin_grammar",
     "byte_level_alphabet",
     "cache_stats",
@@ -267,4 +297,5 @@ __all__ = [
     "compile_kbnf",
     "configure_cache",
     "fill_next_token_bitmasks",
+    "load_or_compile",
 ]

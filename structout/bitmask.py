@@ -55,10 +55,15 @@ def _mask_numpy(logits: npt.NDArray[Any], words: npt.NDArray[np.int32]) -> None:
     """The one implementation on the host: ``logits`` float ``[B, V]``, ``words`` int32
     ``[1 or >= B, W]`` (one row applies to every row of ``logits``).
 
-    ``np.unpackbits`` on little-endian int32 words puts bit ``i`` of word ``j`` at ``32 j + i``;
-    on big-endian hosts the words are byte-swapped first.
+    C-contiguous float32/float64 logits are masked by the engine (one pass over the words, the GIL
+    released); other dtypes and layouts by numpy: ``np.unpackbits`` on little-endian int32 words
+    puts bit ``i`` of word ``j`` at ``32 j + i`` (big-endian hosts byte-swap the words first).
     """
+    from structout import _engine
+
     words = np.ascontiguousarray(words[: logits.shape[0]])
+    if logits.flags.writeable and _engine.apply_token_bitmask_inplace(logits, words):
+        return
     if sys.byteorder != "little":
         words = words.byteswap()
     bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little")

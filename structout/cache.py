@@ -8,9 +8,12 @@ Two layers:
   Disk entries are written atomically (temporary file in the same directory + ``os.replace``) and
   carry a checksum; several processes may read and write the same directory at once, a torn or
   corrupt entry is treated as a miss and rewritten.
-* **KBNF + vocabulary → compiled grammar.** Compiled grammars are immutable native objects (the
-  engine keeps its own cache too); this layer keeps a bounded LRU keyed by the grammar text's hash
-  and the vocabulary's identity and counts hits and misses.
+* **KBNF + vocabulary → compiled grammar.** The engine's cache (one per process, bounded by
+  ``structout.configure_cache``), with its disk layer under ``<directory>/grammars``: a grammar
+  compiled by one process is loaded by the next instead of being compiled again. Entries are keyed
+  by the full grammar text, the engine limits, the vocabulary's fingerprint and the engine build;
+  one that is corrupt, truncated or foreign is detected (magic, build, checksum, key, structural
+  checks), recompiled and replaced, never trusted.
 
 Statistics are readable with :func:`cache_stats` (or ``CompileCache.stats()``).
 """
@@ -101,7 +104,9 @@ class CacheStats:
     schema_memory_hits: int = 0
     schema_disk_hits: int = 0
     schema_misses: int = 0
+    #: Compiled grammars found in the engine's memory cache / loaded from disk / compiled.
     grammar_hits: int = 0
+    grammar_disk_hits: int = 0
     grammar_misses: int = 0
     disk_writes: int = 0
     disk_errors: int = 0
@@ -117,7 +122,8 @@ class CacheStats:
 
 
 class CompileCache:
-    """Schema → KBNF (memory + disk) and KBNF + vocabulary → compiled grammar (memory).
+    """Schema → KBNF (memory + disk) and KBNF + vocabulary → compiled grammar (the engine's
+    memory cache + disk).
 
     ``directory=None`` uses :func:`default_cache_dir` (read at each access, so setting
     ``STRUCTOUT_CACHE_DIR`` later still takes effect); ``disk=False`` keeps everything in memory.
@@ -128,13 +134,11 @@ class CompileCache:
         directory: os.PathLike[str] | str | None = None,
         *,
         max_memory_entries: int = 256,
-        max_grammars: int = 64,
         disk: bool = True,
     ) -> None:
         self._directory = Path(directory) if directory is not None else None
         self.disk = disk
         self._kbnf: LRU[str, str] = LRU(max_memory_entries)
-        self._grammars: LRU[tuple[str, Any, Any], tuple[CompiledGrammar, Any]] = LRU(max_grammars)
         self._stats = CacheStats()
         self._stats_lock = threading.Lock()
         self._warned = False
@@ -143,6 +147,11 @@ class CompileCache:
     @property
     def directory(self) -> Path:
         return self._directory if self._directory is not None else default_cache_dir()
+
+    @property
+    def grammar_directory(self) -> Path | None:
+        """Where compiled grammars are kept on disk (None when ``disk=False``)."""
+        return self.directory / "grammars" if self.disk else None
 
     def _entry_path(self, key: str) -> Path:
         return self.directory / "kbnf" / f"v{DISK_FORMAT}" / key[:2] / f"{key}.json"
@@ -160,17 +169,21 @@ class CompileCache:
             self._stats = CacheStats()
 
     def clear(self, *, disk: bool = False) -> None:
-        """Drop the in-memory layers (and the on-disk KBNF entries when ``disk=True``)."""
+        """Drop the in-memory KBNF layer and the engine's compiled grammars (and this cache's
+        on-disk KBNF and compiled-grammar entries when ``disk=True``)."""
+        from structout import _engine
+
         self._kbnf.clear()
-        self._grammars.clear()
+        _engine.configure_cache(int(_engine.cache_stats()["capacity"]), clear=True)
         if disk:
-            root = self.directory / "kbnf"
-            if root.is_dir():
-                for path in root.rglob("*.json"):
-                    try:
-                        path.unlink()
-                    except OSError:
-                        pass
+            for sub, pattern in (("kbnf", "*.json"), ("grammars", "*.grammar")):
+                root = self.directory / sub
+                if root.is_dir():
+                    for path in root.rglob(pattern):
+                        try:
+                            path.unlink()
+                        except OSError:
+                            pass
 
     # ----------------------------------------------------------------- schema → KBNF
     def kbnf_for_schema(
@@ -259,32 +272,19 @@ class CompileCache:
 
     # ----------------------------------------------------------------- KBNF → grammar
     def compiled_grammar(
-        self,
-        kbnf: str,
-        vocab: Any,
-        compile_fn: Callable[[str, Any], CompiledGrammar],
-        options: Mapping[str, Any] | None = None,
+        self, kbnf: str, vocab: Any, limits: Mapping[str, Any] | None = None
     ) -> CompiledGrammar:
-        """The compiled grammar for ``kbnf`` over ``vocab`` (``compile_fn`` runs on a miss).
+        """The compiled grammar for ``kbnf`` over ``vocab`` under the engine ``limits``: from the
+        engine's memory cache, else from this cache's disk directory, else compiled (and then
+        written there). Disk problems never fail the call; they cost a compilation."""
+        from structout import _engine
 
-        ``options`` (the engine limits ``compile_fn`` applies) are part of the key.
-
-        The key uses the vocabulary's ``fingerprint`` when it has one, else its identity (the entry
-        keeps a reference to the vocabulary so the identity cannot be reused while cached).
-        """
-        text_hash = hashlib.sha256(kbnf.encode("utf-8")).hexdigest()
-        fingerprint = getattr(vocab, "fingerprint", None)
-        if callable(fingerprint):
-            fingerprint = fingerprint()
-        vocab_key = ("fp", fingerprint) if fingerprint is not None else ("id", id(vocab))
-        key = (text_hash, vocab_key, tuple(sorted((options or {}).items())))
-        hit = self._grammars.get(key)
-        if hit is not None:
-            self._count("grammar_hits")
-            return hit[0]
-        self._count("grammar_misses")
-        grammar = compile_fn(kbnf, vocab)
-        self._grammars.put(key, (grammar, vocab))
+        grammar, origin = _engine.load_or_compile(
+            kbnf, vocab, "start", self.grammar_directory, **dict(limits or {})
+        )
+        self._count(
+            {"memory": "grammar_hits", "disk": "grammar_disk_hits"}.get(origin, "grammar_misses")
+        )
         return grammar
 
 

@@ -1,8 +1,9 @@
 """Schema → KBNF → compiled grammar: the one path every caller takes.
 
 ``Model.compile``, :func:`structout.compile_json_schema`, :func:`structout.compile_type` and the
-transformers logits processor all translate through :func:`schema_kbnf` (cached by canonical
-schema and translator options, in memory and on disk) and compile through the engine's cache.
+transformers and vLLM logits processors all translate through :func:`schema_kbnf` (cached by
+canonical schema and translator options, in memory and on disk) and compile through
+:meth:`structout.cache.CompileCache.compiled_grammar` (the engine's cache, in memory and on disk).
 
 Invariant: the KBNF returned for a schema is the translator's output for exactly that schema and
 those options; a cached entry is never reused for other options.
@@ -53,20 +54,15 @@ def compile_target(
     compile_kbnf: Callable[..., CompiledGrammar] | None = None,
 ) -> tuple[str, CompiledGrammar]:
     """``(kbnf, compiled grammar)`` for a resolved non-text target, through ``cache``, under
-    ``limits`` (the options that are set become part of the cache keys). ``translate`` and
-    ``compile_kbnf`` default to the translator and :func:`structout.compile_kbnf`."""
-    engine_compile: Callable[..., CompiledGrammar]
-    if compile_kbnf is None:
-        from structout.masks import compile_kbnf as engine_compile
-    else:
-        engine_compile = compile_kbnf
+    ``limits`` (the options that are set become part of the cache keys). ``translate`` defaults
+    to the translator; grammars compile through ``cache`` (the engine's memory cache and the disk
+    layer) unless ``compile_kbnf`` replaces the engine (a seam for tests' reference engines)."""
     kbnf = target.kbnf
     if kbnf is None:
         kbnf = schema_kbnf(
             target.json_schema, limits.translator_options(), cache, translate=translate
         )
     engine_limits = limits.engine_options()
-    grammar = cache.compiled_grammar(
-        kbnf, vocab, lambda text, v: engine_compile(text, v, **engine_limits), engine_limits
-    )
-    return kbnf, grammar
+    if compile_kbnf is not None:
+        return kbnf, compile_kbnf(kbnf, vocab, **engine_limits)
+    return kbnf, cache.compiled_grammar(kbnf, vocab, engine_limits)

@@ -7,11 +7,13 @@ bit ``i % 32`` of word ``i // 32`` is set when token ``i`` is allowed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from structout import _engine
 from structout.bitmask import allocate_token_bitmask, apply_token_bitmask_, as_numpy_bitmask
+from structout.cache import get_default_cache
 from structout.compiling import schema_kbnf
 from structout.limits import split_options
 
@@ -43,9 +45,16 @@ AnyVocabulary: TypeAlias = Union["Vocabulary", _engine.Vocabulary]
 
 
 def compile_kbnf(
-    text: str, vocab: AnyVocabulary, *, start: str = "start", **limits: int | None
+    text: str,
+    vocab: AnyVocabulary,
+    *,
+    start: str = "start",
+    cache_dir: str | os.PathLike[str] | None = None,
+    **limits: int | None,
 ) -> CompiledGrammar:
-    """Compile KBNF ``text`` for ``vocab`` (cached by text, options and vocabulary fingerprint).
+    """Compile KBNF ``text`` for ``vocab`` (cached by text, options and vocabulary fingerprint in
+    the engine's memory cache, and on disk under ``cache_dir`` when given: a later process then
+    loads the compiled grammar instead of compiling it).
 
     ``limits`` are the engine limits (:data:`structout.limits.ENGINE_LIMITS`:
     ``dfa_size_limit``, ``max_repetition``, ``max_grammar_symbols``, ``max_items_per_set``,
@@ -54,7 +63,7 @@ def compile_kbnf(
     """
     if not isinstance(text, str):
         raise TypeError(f"grammar text must be str, not {type(text).__name__}")
-    return _engine.compile_kbnf(text, vocab, start, **limits)
+    return _engine.compile_kbnf(text, vocab, start, cache_dir, **limits)
 
 
 def fill_next_token_bitmasks(
@@ -76,9 +85,9 @@ def compile_json_schema(
     """Translate a JSON Schema (dict or JSON text) to KBNF and compile it for ``vocab``.
 
     ``options`` are the translator's (``whitespace``, ``indent``, ``lenient``, ``max_schema_depth``,
-    ...) and the engine limits (``dfa_size_limit``, ``max_items_per_set``, ...). Translation is
-    cached by the canonical schema and options (memory and disk, see ``structout.cache``), the
-    compiled grammar by the engine. Raises ``UnsupportedSchemaError`` / ``SchemaError``.
+    ...) and the engine limits (``dfa_size_limit``, ``max_items_per_set``, ...). The translation
+    and the compiled grammar are cached in memory and on disk by the process-wide
+    :class:`structout.cache.CompileCache`. Raises ``UnsupportedSchemaError`` / ``SchemaError``.
     """
     from structout.schema import json_schema_of
 
@@ -88,7 +97,8 @@ def compile_json_schema(
         raise TypeError(f"schema must be a dict, bool or JSON text, not {type(schema).__name__}")
     document, _ = json_schema_of(schema)  # parses JSON text; too deep → LimitExceededError
     translator_options, limits = split_options(options)
-    return compile_kbnf(schema_kbnf(document, translator_options), vocab, **limits)
+    cache = get_default_cache()
+    return cache.compiled_grammar(schema_kbnf(document, translator_options, cache), vocab, limits)
 
 
 def compile_type(tp: Any, vocab: AnyVocabulary, **options: Any) -> CompiledGrammar:
@@ -102,4 +112,5 @@ def compile_type(tp: Any, vocab: AnyVocabulary, **options: Any) -> CompiledGramm
     translator_options, limits = split_options(options)
     by_alias = translator_options.pop("by_alias", True)
     document, _ = json_schema_of(tp, by_alias=by_alias)
-    return compile_kbnf(schema_kbnf(document, translator_options), vocab, **limits)
+    cache = get_default_cache()
+    return cache.compiled_grammar(schema_kbnf(document, translator_options, cache), vocab, limits)

@@ -188,7 +188,9 @@ def maskbench_documents(n: int, seed: int) -> list[str]:
     """``n`` valid MaskBench documents, deterministic, serialized in varied styles (compact,
     default separators, indented, non-ASCII kept)."""
     if not MASKBENCH.is_dir():
-        pytest.fail(f"MaskBench data not found at {MASKBENCH} (the repository carries it under tests/data)")
+        pytest.fail(
+            f"MaskBench data not found at {MASKBENCH} (the repository carries it under tests/data)"
+        )
     rng = random.Random(seed)
     per_file = -(-n // len(MASKBENCH_FILES))
     docs: list[str] = []

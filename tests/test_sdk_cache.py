@@ -171,22 +171,150 @@ def test_many_processes_share_one_directory(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
 
 
-def test_compiled_grammar_cache_hits(tmp_path: Path) -> None:
-    cache = CompileCache(tmp_path, disk=False)
-    compiled: list[str] = []
+KBNF = 'start ::= "{" pair ("," pair)* "}" ; pair ::= #"\\"[a-z]{1,12}\\"" ":" #"-?[0-9]{1,6}" ;'
 
-    class Vocab:
-        pass
 
-    def compile_fn(text: str, vocab: Any) -> object:
-        compiled.append(text)
-        return object()
+def _vocab() -> Any:
+    import structout
 
-    v1, v2 = Vocab(), Vocab()
-    g1 = cache.compiled_grammar("start ::= 'a' ;", v1, compile_fn)
-    assert cache.compiled_grammar("start ::= 'a' ;", v1, compile_fn) is g1
-    assert cache.compiled_grammar("start ::= 'a' ;", v2, compile_fn) is not g1  # other vocab
-    assert cache.compiled_grammar("start ::= 'b' ;", v1, compile_fn) is not g1
-    assert len(compiled) == 3
+    pieces = ["{", "}", ",", ":", '"', "-", "ab", 'abc"', '":', "12", "3", "x", "0"]
+    return structout.Vocabulary.from_bytes(
+        [p.encode() for p in pieces] + [None], eos_token_ids=[len(pieces)]
+    )
+
+
+def _masks(grammar: Any, prefixes: list[bytes]) -> list[list[int]]:
+    """The mask after each prefix (bitmask rows as lists), to compare two compiled grammars."""
+    import structout
+
+    out = []
+    for prefix in prefixes:
+        m = grammar.matcher()
+        assert m.accept_bytes(prefix)
+        bm = structout.allocate_token_bitmask(1, grammar.vocab_size)
+        m.fill_next_token_bitmask(bm)
+        out.append(bm[0].tolist())
+    return out
+
+
+PREFIXES = [b"", b"{", b'{"ab', b'{"abc":-1', b'{"x":12,']
+
+
+def _forget_memory() -> None:
+    import structout
+
+    structout.configure_cache(128, clear=True)
+
+
+def test_compiled_grammars_hit_memory_then_disk(tmp_path: Path) -> None:
+    vocab = _vocab()
+    cache = CompileCache(tmp_path)
+    _forget_memory()
+    first = cache.compiled_grammar(KBNF, vocab)
+    assert cache.compiled_grammar(KBNF, vocab) == first  # the engine's memory cache
+    entries = list((tmp_path / "grammars").rglob("*.grammar"))
+    assert len(entries) == 1
+    _forget_memory()
+    loaded = cache.compiled_grammar(KBNF, vocab)
+    assert loaded is not first
+    assert _masks(loaded, PREFIXES) == _masks(first, PREFIXES)
     s = cache.stats()
-    assert (s.grammar_hits, s.grammar_misses) == (1, 3)
+    assert (s.grammar_misses, s.grammar_hits, s.grammar_disk_hits) == (1, 1, 1)
+    # Other limits are another entry, never the cached one.
+    cache.compiled_grammar(KBNF, vocab, {"max_items_per_set": 1000})
+    assert len(list((tmp_path / "grammars").rglob("*.grammar"))) == 2
+    assert cache.stats().grammar_misses == 2
+
+
+def test_disk_false_keeps_compiled_grammars_in_memory(tmp_path: Path) -> None:
+    cache = CompileCache(tmp_path, disk=False)
+    _forget_memory()
+    cache.compiled_grammar(KBNF, _vocab())
+    assert not (tmp_path / "grammars").exists()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "foreign", "empty", "other_key"])
+def test_a_damaged_entry_is_recompiled_and_replaced(tmp_path: Path, damage: str) -> None:
+    import structout
+
+    vocab = _vocab()
+    cache = CompileCache(tmp_path)
+    _forget_memory()
+    reference = _masks(cache.compiled_grammar(KBNF, vocab), PREFIXES)
+    (entry,) = (tmp_path / "grammars").rglob("*.grammar")
+    data = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        entry.write_bytes(data[:-40] + bytes([data[-40] ^ 0x01]) + data[-39:])
+    elif damage == "foreign":
+        entry.write_bytes(b"\x89PNG\r\n" + data[8:])
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:  # another grammar's entry under this name (a hash collision, or a copied file)
+        _forget_memory()
+        cache.compiled_grammar(KBNF.replace("{1,6}", "{1,7}"), vocab)
+        (other,) = set((tmp_path / "grammars").rglob("*.grammar")) - {entry}
+        entry.write_bytes(other.read_bytes())
+    _forget_memory()
+    before = structout.cache_stats()["disk_errors"]
+    again = cache.compiled_grammar(KBNF, vocab)
+    assert _masks(again, PREFIXES) == reference
+    assert structout.cache_stats()["disk_errors"] == before + 1
+    assert entry.read_bytes() == data  # rewritten whole
+    _forget_memory()  # (also resets the engine's counters)
+    cache.compiled_grammar(KBNF, vocab)
+    stats = structout.cache_stats()
+    assert (stats["disk_hits"], stats["disk_errors"]) == (1, 0)  # and now it loads
+
+
+_GRAMMAR_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    import structout
+    from structout.cache import CompileCache
+    pieces = ["{", "}", ",", ":", '"', "-", "ab", 'abc"', '":', "12", "3", "x", "0"]
+    vocab = structout.Vocabulary.from_bytes(
+        [p.encode() for p in pieces] + [None], eos_token_ids=[len(pieces)]
+    )
+    cache = CompileCache()
+    g = cache.compiled_grammar(sys.argv[1], vocab)
+    m = g.matcher()
+    m.accept_bytes(b'{"ab')
+    bm = structout.allocate_token_bitmask(1, g.vocab_size)
+    m.fill_next_token_bitmask(bm)
+    print(json.dumps({"stats": cache.stats().as_dict(), "mask": bm[0].tolist()}))
+    """
+)
+
+
+def test_a_new_process_loads_compiled_grammars_from_disk(tmp_path: Path) -> None:
+    env = {**os.environ, "STRUCTOUT_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
+
+    def child() -> dict[str, Any]:
+        out = subprocess.run(
+            [sys.executable, "-c", _GRAMMAR_CHILD, KBNF],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,
+        )
+        result: dict[str, Any] = json.loads(out.stdout)
+        return result
+
+    first, second = child(), child()
+    assert (first["stats"]["grammar_misses"], first["stats"]["grammar_disk_hits"]) == (1, 0)
+    assert (second["stats"]["grammar_misses"], second["stats"]["grammar_disk_hits"]) == (0, 1)
+    assert second["mask"] == first["mask"] and any(first["mask"])
+
+
+def test_clear_disk_removes_compiled_grammars(tmp_path: Path) -> None:
+    cache = CompileCache(tmp_path)
+    _forget_memory()
+    cache.compiled_grammar(KBNF, _vocab())
+    assert list((tmp_path / "grammars").rglob("*.grammar"))
+    cache.clear(disk=True)
+    assert not list((tmp_path / "grammars").rglob("*.grammar"))
+    cache.compiled_grammar(KBNF, _vocab())
+    assert cache.stats().grammar_misses == 2

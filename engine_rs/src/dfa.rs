@@ -13,6 +13,7 @@
 //! the same interface and invariants with states that are (base state, count) pairs.
 
 mod counted;
+mod persist;
 mod regular;
 
 pub use regular::RightLinear;

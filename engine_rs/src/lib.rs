@@ -11,6 +11,7 @@ pub mod grammar;
 pub mod kbnf;
 pub mod lnf;
 pub mod mask;
+mod persist;
 pub mod vocab;
 
 #[cfg(feature = "python")]

@@ -325,7 +325,7 @@ class StructoutLogitsProcessor(LogitsProcessor):
         if live:
             import structout
 
-            structout.fill_next_token_bitmasks(live, self._bitmask, live_rows)
+            structout.fill_next_token_bitmasks(live, self._bitmask, live_rows, num_threads=1)
         if not indices:
             return logits
         if (

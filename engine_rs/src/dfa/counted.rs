@@ -401,6 +401,92 @@ fn layer(
     out
 }
 
+/// Disk-cache codec of the counter layer; decoding checks what [`Counter`]'s lookups index by
+/// (table sizes against the base automaton's, layer indices in range, a period where one is used).
+impl Counter {
+    pub(super) fn encode(&self, w: &mut crate::persist::Writer) {
+        w.u32(self.min);
+        w.u32(self.max);
+        w.u32(self.width);
+        w.bytes(&self.inc);
+        w.usize(self.words);
+        w.u64s(&self.layers);
+        w.u32s(&self.high);
+        w.u32s(&self.low);
+        w.usize(self.low_prefix);
+        w.bools(&self.full);
+        super::persist::encode_byte_sets(w, &self.class_bytes);
+        w.bytes(&self.reps);
+    }
+
+    /// Decodes the counter of a base automaton with `states` states and `stride` classes.
+    pub(super) fn decode(
+        r: &mut crate::persist::Reader<'_>,
+        states: usize,
+        stride: usize,
+    ) -> Result<Counter, crate::persist::DecodeError> {
+        use crate::persist::ensure;
+        let min = r.u32()?;
+        let max = r.u32()?;
+        let width = r.u32()?;
+        ensure(
+            min <= max && max < u32::MAX && width == max + 1,
+            "counter bounds",
+        )?;
+        ensure(
+            states
+                .checked_mul(width as usize)
+                .is_some_and(|n| n <= u32::MAX as usize + 1),
+            "counted state ids beyond 32 bits",
+        )?;
+        let inc = r.bytes()?.to_vec();
+        ensure(
+            inc.len() == states * stride && inc.iter().all(|&i| i <= 1),
+            "character increments",
+        )?;
+        let words = r.usize()?;
+        ensure(words == states.div_ceil(64), "layer width")?;
+        let layers = r.u64s()?;
+        let high = r.u32s()?;
+        let low = r.u32s()?;
+        let low_prefix = r.usize()?;
+        let full = r.bools()?;
+        let distinct = full.len();
+        ensure(
+            distinct >= 1 && layers.len() == distinct * words,
+            "layer table size",
+        )?;
+        ensure(
+            !high.is_empty() && high.iter().chain(&low).all(|&k| (k as usize) < distinct),
+            "layer indices",
+        )?;
+        ensure(
+            low_prefix <= low.len() && (low.len() >= min as usize || low.len() > low_prefix),
+            "low layers without a period",
+        )?;
+        let class_bytes = super::persist::decode_byte_sets(r)?;
+        let reps = r.bytes()?.to_vec();
+        ensure(
+            class_bytes.len() == stride && reps.len() == stride,
+            "class tables of the counter",
+        )?;
+        Ok(Counter {
+            min,
+            max,
+            width,
+            inc,
+            words,
+            layers,
+            high,
+            low,
+            low_prefix,
+            full,
+            class_bytes,
+            reps,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{CharCount, CountForm, Dfa, DEAD};

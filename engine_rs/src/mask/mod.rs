@@ -6,7 +6,9 @@
 //! (grammar text, options, vocabulary fingerprint) in [`cache`]. A [`Matcher`] holds one sequence's
 //! recognizer and computes bitmasks by walking the token tries with recognizer push/pop.
 
+mod apply;
 pub mod cache;
+mod disk;
 mod matcher;
 pub mod slices;
 
@@ -14,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
+pub use apply::{apply_bitmask, Logit};
 pub use matcher::Matcher;
 pub use slices::TokenIndex;
 

@@ -65,6 +65,18 @@ impl PyCompiledGrammar {
         Ok(d)
     }
 
+    /// Equal when both are the same native compiled grammar (as the engine's cache returns for
+    /// the same text, options and vocabulary).
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .downcast::<PyCompiledGrammar>()
+            .is_ok_and(|o| Arc::ptr_eq(&self.inner, &o.borrow().inner))
+    }
+
+    fn __hash__(&self) -> u64 {
+        Arc::as_ptr(&self.inner) as usize as u64
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<structout._engine.CompiledGrammar vocab_size={} nonterminals={}>",
@@ -338,22 +350,52 @@ fn fill_next_token_bitmasks(
     result.map_err(|e| engine_error(py, &e))
 }
 
-/// Compiles KBNF text for a vocabulary, through the engine's cache.
+/// Compiles KBNF text for a vocabulary, through the engine's cache (and its disk layer under
+/// `cache_dir` when given).
 #[pyfunction]
-#[pyo3(signature = (text, vocab, start="start", **limits))]
+#[pyo3(signature = (text, vocab, start="start", cache_dir=None, **limits))]
 fn compile_kbnf(
     py: Python<'_>,
     text: &str,
     vocab: &Bound<'_, PyAny>,
     start: &str,
+    cache_dir: Option<std::path::PathBuf>,
     limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
+    cached_compile(py, "compile_kbnf", text, vocab, start, cache_dir, limits).map(|(g, _)| g)
+}
+
+/// [`compile_kbnf`], also saying where the grammar came from: `"memory"`, `"disk"` or
+/// `"compiled"`.
+#[pyfunction]
+#[pyo3(signature = (text, vocab, start="start", cache_dir=None, **limits))]
+fn load_or_compile(
+    py: Python<'_>,
+    text: &str,
+    vocab: &Bound<'_, PyAny>,
+    start: &str,
+    cache_dir: Option<std::path::PathBuf>,
+    limits: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(PyCompiledGrammar, &'static str)> {
+    cached_compile(py, "load_or_compile", text, vocab, start, cache_dir, limits)
+        .map(|(g, origin)| (g, origin.as_str()))
+}
+
+fn cached_compile(
+    py: Python<'_>,
+    caller: &str,
+    text: &str,
+    vocab: &Bound<'_, PyAny>,
+    start: &str,
+    cache_dir: Option<std::path::PathBuf>,
+    limits: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(PyCompiledGrammar, cache::Origin)> {
     let vocab = extract_vocab(vocab)?;
-    let opts = compile_options("compile_kbnf", start, limits, true)?;
+    let opts = compile_options(caller, start, limits, true)?;
     guard(py, || {
         let text = text.to_owned();
-        py.allow_threads(move || cache::compile(&text, &opts, &vocab))
-            .map(|inner| PyCompiledGrammar { inner })
+        py.allow_threads(move || cache::compile_with(&text, &opts, &vocab, cache_dir.as_deref()))
+            .map(|(inner, origin)| (PyCompiledGrammar { inner }, origin))
             .map_err(|e| compile_error(py, &e))
     })
 }
@@ -365,6 +407,9 @@ fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("hits", s.hits)?;
     d.set_item("misses", s.misses)?;
+    d.set_item("disk_hits", s.disk_hits)?;
+    d.set_item("disk_writes", s.disk_writes)?;
+    d.set_item("disk_errors", s.disk_errors)?;
     d.set_item("entries", s.entries)?;
     d.set_item("capacity", s.capacity)?;
     Ok(d)
@@ -377,12 +422,79 @@ fn configure_cache(capacity: usize, clear: bool) {
     cache::configure(capacity, clear);
 }
 
+/// Applies `bitmask` (int32 `[1 or >= rows, words]`, C-contiguous) to `logits` (a writeable
+/// C-contiguous float32 or float64 `[rows, vocab]` numpy array) in place, with the GIL released.
+/// False when `logits` has another dtype or layout (the caller then uses its generic path).
+#[pyfunction]
+fn apply_token_bitmask_inplace(
+    py: Python<'_>,
+    logits: &Bound<'_, PyAny>,
+    bitmask: &Bound<'_, PyAny>,
+) -> PyResult<bool> {
+    let bm = bitmask
+        .downcast::<PyArray2<i32>>()
+        .map_err(|_| {
+            PyValueError::new_err("the bitmask must be a numpy int32 array of shape [batch, words]")
+        })?
+        .try_readonly()
+        .map_err(|e| PyValueError::new_err(format!("the bitmask cannot be read ({e})")))?;
+    let (bm_rows, cols) = (bm.shape()[0], bm.shape()[1]);
+    let words: &[i32] = bm
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("the bitmask must be C-contiguous"))?;
+    if let Ok(arr) = logits.downcast::<PyArray2<f32>>() {
+        return apply_rows(py, arr, words, bm_rows, cols);
+    }
+    if let Ok(arr) = logits.downcast::<PyArray2<f64>>() {
+        return apply_rows(py, arr, words, bm_rows, cols);
+    }
+    Ok(false)
+}
+
+fn apply_rows<T: crate::mask::Logit + numpy::Element + Send>(
+    py: Python<'_>,
+    arr: &Bound<'_, PyArray2<T>>,
+    words: &[i32],
+    bm_rows: usize,
+    cols: usize,
+) -> PyResult<bool> {
+    if !arr.is_c_contiguous() {
+        return Ok(false);
+    }
+    let mut rw = arr
+        .try_readwrite()
+        .map_err(|e| PyValueError::new_err(format!("the logits cannot be written ({e})")))?;
+    let (rows, vocab) = (rw.shape()[0], rw.shape()[1]);
+    if bm_rows != 1 && bm_rows < rows {
+        return Err(PyValueError::new_err(format!(
+            "bitmask has {bm_rows} rows but logits have {rows}"
+        )));
+    }
+    let all = rw
+        .as_slice_mut()
+        .map_err(|_| PyValueError::new_err("the logits must be C-contiguous"))?;
+    // SAFETY: i32 and u32 have identical size, alignment and no invalid bit patterns.
+    let words: &[u32] =
+        unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u32>(), words.len()) };
+    guard(py, || {
+        py.allow_threads(|| {
+            for (r, row) in all.chunks_mut(vocab.max(1)).enumerate().take(rows) {
+                let w = if bm_rows == 1 { 0 } else { r };
+                crate::mask::apply_bitmask(row, &words[w * cols..(w + 1) * cols]);
+            }
+        });
+        Ok(true)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCompiledGrammar>()?;
     m.add_class::<PyMatcher>()?;
     m.add_function(wrap_pyfunction!(compile_kbnf, m)?)?;
+    m.add_function(wrap_pyfunction!(load_or_compile, m)?)?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmasks, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(configure_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(apply_token_bitmask_inplace, m)?)?;
     Ok(())
 }

@@ -23,6 +23,8 @@ use std::fmt;
 
 use rustc_hash::FxHashMap;
 
+use crate::persist::StableHasher;
+
 pub use decode::TokenEncoding;
 pub use trie::{TokenTrie, TrieNode, TrieWalker};
 
@@ -579,50 +581,6 @@ impl Vocabulary {
             + self.flags.capacity()
             + self.eos.capacity() * 4
             + self.trie.heap_bytes()
-    }
-}
-
-/// Stable 64-bit hash (a fixed word-at-a-time multiply–rotate mix with a murmur3 finalizer):
-/// independent of Rust's `Hasher` implementations, so cache keys survive toolchain updates.
-struct StableHasher {
-    h: u64,
-}
-
-impl StableHasher {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-
-    fn new(seed: u64) -> Self {
-        StableHasher {
-            h: seed ^ 0x243F_6A88_85A3_08D3,
-        }
-    }
-
-    #[inline]
-    fn word(&mut self, w: u64) {
-        self.h = (self.h ^ w).wrapping_mul(Self::K).rotate_left(29);
-    }
-
-    fn bytes(&mut self, data: &[u8]) {
-        self.word(data.len() as u64);
-        let mut chunks = data.chunks_exact(8);
-        for c in &mut chunks {
-            self.word(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut buf = [0u8; 8];
-            buf[..rest.len()].copy_from_slice(rest);
-            self.word(u64::from_le_bytes(buf));
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        let mut h = self.h;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
-        h ^ (h >> 33)
     }
 }
 

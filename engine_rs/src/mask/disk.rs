@@ -1,0 +1,483 @@
+//! The disk layer of the compiled-grammar cache: a compiled grammar written by one process is
+//! loaded by the next instead of being compiled again.
+//!
+//! One file per (grammar text, options, vocabulary fingerprint, engine build), named by a hash of
+//! those and laid out as
+//!
+//! ```text
+//! MAGIC | FORMAT: u32 | build id: str | checksum: u64 | payload: bytes
+//! payload = text: str | options | vocabulary fingerprint: u64 | LNF | slice depths | stable flags
+//! ```
+//!
+//! Invariants: an entry is used only when its magic, format, build id and checksum match **and**
+//! its key (the full text, the options and the fingerprint) equals the request's, so a hash
+//! collision, a foreign or stale file, or a torn write is a miss, never a wrong grammar. Decoding
+//! checks every index the recognizer and the mask code use (see [`crate::persist`]), so even a
+//! well-formed hostile file cannot make them read out of bounds. Files are written to a temporary
+//! name in the same directory and renamed over the entry, so readers see a whole file or none.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{CompiledGrammar, MaskCache};
+use crate::dfa::Dfa;
+use crate::grammar::{CompileOptions, Grammar};
+use crate::lnf::{ExceptInfo, LSym, Lnf};
+use crate::persist::{ensure, DecodeError, Reader, StableHasher, Writer};
+use crate::vocab::Vocabulary;
+
+const MAGIC: &[u8; 8] = b"structog";
+/// Bump when the layout changes (the build id also changes with any engine source change).
+const FORMAT: u32 = 1;
+/// The engine build: its version and a hash of its sources (see `build.rs`). An entry written by
+/// another build is never read, since the same text may compile differently there.
+const BUILD: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "+",
+    env!("STRUCTOUT_ENGINE_SOURCE_HASH")
+);
+
+/// Where the entry for this key lives under `dir`.
+pub(crate) fn entry_path(dir: &Path, text: &str, options: &CompileOptions, vocab: u64) -> PathBuf {
+    let mut key = Writer::default();
+    key.str(BUILD);
+    key.u32(FORMAT);
+    encode_options(&mut key, options);
+    key.u64(vocab);
+    let key = key.into_bytes();
+    let name: String = [1u64, 2]
+        .iter()
+        .map(|&seed| {
+            let mut h = StableHasher::new(seed);
+            h.bytes(&key);
+            h.bytes(text.as_bytes());
+            format!("{:016x}", h.finish())
+        })
+        .collect();
+    dir.join(format!("v{FORMAT}"))
+        .join(&name[..2])
+        .join(format!("{name}.grammar"))
+}
+
+/// Why an entry could not be used.
+#[derive(Debug)]
+pub(crate) enum LoadError {
+    /// No entry for this key.
+    Missing,
+    /// The file could not be read.
+    Io,
+    /// The file is not a whole entry of this build for this key (corrupt, truncated, foreign).
+    Invalid,
+}
+
+/// The compiled grammar stored at `path` for exactly this key.
+pub(crate) fn load(
+    path: &Path,
+    text: &str,
+    options: &CompileOptions,
+    vocab: &Arc<Vocabulary>,
+) -> Result<CompiledGrammar, LoadError> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+        Err(_) => return Err(LoadError::Io),
+    };
+    decode_entry(&bytes, text, options, vocab).map_err(|_| LoadError::Invalid)
+}
+
+/// Writes `grammar` (compiled from `text`) to `path` atomically.
+pub(crate) fn store(path: &Path, text: &str, grammar: &CompiledGrammar) -> std::io::Result<()> {
+    let bytes = encode_entry(text, grammar);
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("entry path has no parent"))?;
+    fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.{}.{:?}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let written = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+fn encode_entry(text: &str, cg: &CompiledGrammar) -> Vec<u8> {
+    let mut p = Writer::default();
+    p.str(text);
+    encode_options(&mut p, cg.grammar.options());
+    p.u64(cg.vocab.fingerprint());
+    encode_lnf(&mut p, cg.grammar.lnf());
+    p.usize(cg.depths.len());
+    for d in &cg.depths {
+        p.bytes(d);
+    }
+    p.usize(cg.stable.len());
+    for s in &cg.stable {
+        p.bools(s);
+    }
+    let payload = p.into_bytes();
+    let mut w = Writer::default();
+    for &b in MAGIC {
+        w.u8(b);
+    }
+    w.u32(FORMAT);
+    w.str(BUILD);
+    w.u64(checksum(&payload));
+    w.bytes(&payload);
+    w.into_bytes()
+}
+
+fn checksum(payload: &[u8]) -> u64 {
+    let mut h = StableHasher::new(0x5EED);
+    h.bytes(payload);
+    h.finish()
+}
+
+fn decode_entry(
+    bytes: &[u8],
+    text: &str,
+    options: &CompileOptions,
+    vocab: &Arc<Vocabulary>,
+) -> Result<CompiledGrammar, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let mut magic = [0u8; 8];
+    for b in &mut magic {
+        *b = r.u8()?;
+    }
+    ensure(&magic == MAGIC, "not a structout compiled grammar")?;
+    ensure(r.u32()? == FORMAT, "another format version")?;
+    ensure(
+        r.bytes()? == BUILD.as_bytes(),
+        "written by another engine build",
+    )?;
+    let sum = r.u64()?;
+    let payload = r.bytes()?;
+    r.finish()?;
+    ensure(checksum(payload) == sum, "checksum mismatch")?;
+
+    let mut r = Reader::new(payload);
+    ensure(r.bytes()? == text.as_bytes(), "another grammar text")?;
+    ensure(decode_options(&mut r)? == *options, "other options")?;
+    ensure(r.u64()? == vocab.fingerprint(), "another vocabulary")?;
+    let lnf = decode_lnf(&mut r)?;
+    let n = r.count(8)?;
+    ensure(
+        n == lnf.dfas.len(),
+        "slice depths for another number of automata",
+    )?;
+    let mut depths = Vec::with_capacity(n);
+    for _ in 0..n {
+        depths.push(r.bytes()?.to_vec());
+    }
+    let n = r.count(8)?;
+    ensure(
+        n == lnf.dfas.len(),
+        "stable flags for another number of automata",
+    )?;
+    let mut stable = Vec::with_capacity(n);
+    for _ in 0..n {
+        stable.push(r.bools()?);
+    }
+    r.finish()?;
+    let grammar = Arc::new(Grammar {
+        lnf,
+        options: options.clone(),
+    });
+    Ok(CompiledGrammar {
+        grammar,
+        vocab: vocab.clone(),
+        index: super::cache::token_index(vocab),
+        depths,
+        stable,
+        mask_cache: std::sync::Mutex::new(MaskCache::default()),
+    })
+}
+
+fn encode_options(w: &mut Writer, o: &CompileOptions) {
+    w.str(&o.start);
+    w.usize(o.dfa_size_limit);
+    w.u32(o.max_repetition);
+    w.usize(o.max_grammar_symbols);
+    w.usize(o.max_items_per_set);
+    w.usize(o.max_total_items);
+    w.usize(o.max_work_per_byte);
+    w.usize(o.mask_cache_bytes);
+    w.bool(o.regular_terminals);
+}
+
+fn decode_options(r: &mut Reader<'_>) -> Result<CompileOptions, DecodeError> {
+    Ok(CompileOptions {
+        start: r.string()?,
+        dfa_size_limit: r.usize()?,
+        max_repetition: r.u32()?,
+        max_grammar_symbols: r.usize()?,
+        max_items_per_set: r.usize()?,
+        max_total_items: r.usize()?,
+        max_work_per_byte: r.usize()?,
+        mask_cache_bytes: r.usize()?,
+        regular_terminals: r.bool()?,
+    })
+}
+
+fn encode_lnf(w: &mut Writer, l: &Lnf) {
+    w.usize(l.syms.len());
+    for s in &l.syms {
+        let (tag, v) = match *s {
+            LSym::Nt(v) => (0, v),
+            LSym::Lit(v) => (1, v),
+            LSym::Regex(v) => (2, v),
+            LSym::Except(v) => (3, v),
+            LSym::End(v) => (4, v),
+        };
+        w.u8(tag);
+        w.u32(v);
+    }
+    w.u32s(&l.init_state);
+    w.u32s(&l.prod_starts);
+    w.u32s(&l.nt_prods);
+    w.usize(l.names.len());
+    for n in &l.names {
+        w.str(n);
+    }
+    w.bytes(&l.lit_bytes);
+    w.u32s(&l.lit_offsets);
+    w.usize(l.dfas.len());
+    for d in &l.dfas {
+        d.encode(w);
+    }
+    w.usize(l.excepts.len());
+    for e in &l.excepts {
+        w.u32(e.dfa);
+        w.u32(e.max);
+    }
+    w.bool(l.start_nullable);
+}
+
+/// Decodes an LNF and checks the invariants its readers index by (see [`crate::lnf`]): symbol
+/// indices in range, productions that start inside `syms` and end with an `End`, monotone offset
+/// tables, initial states that exist in their automata, non-empty literals.
+fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
+    let n = r.count(5)?;
+    let mut syms = Vec::with_capacity(n);
+    for _ in 0..n {
+        let tag = r.u8()?;
+        let v = r.u32()?;
+        syms.push(match tag {
+            0 => LSym::Nt(v),
+            1 => LSym::Lit(v),
+            2 => LSym::Regex(v),
+            3 => LSym::Except(v),
+            4 => LSym::End(v),
+            _ => return Err(DecodeError("an unknown symbol kind")),
+        });
+    }
+    let init_state = r.u32s()?;
+    let prod_starts = r.u32s()?;
+    let nt_prods = r.u32s()?;
+    let n = r.count(8)?;
+    let mut names = Vec::with_capacity(n);
+    for _ in 0..n {
+        names.push(r.string()?);
+    }
+    let lit_bytes = r.bytes()?.to_vec();
+    let lit_offsets = r.u32s()?;
+    let n = r.count(8)?;
+    let mut dfas = Vec::with_capacity(n);
+    for _ in 0..n {
+        dfas.push(Dfa::decode(r)?);
+    }
+    let n = r.count(8)?;
+    let mut excepts = Vec::with_capacity(n);
+    for _ in 0..n {
+        excepts.push(ExceptInfo {
+            dfa: r.u32()?,
+            max: r.u32()?,
+        });
+    }
+    let start_nullable = r.bool()?;
+
+    let monotone = |v: &[u32], strict: bool| {
+        v.windows(2)
+            .all(|w| if strict { w[0] < w[1] } else { w[0] <= w[1] })
+    };
+    ensure(
+        nt_prods.len() >= 2
+            && nt_prods[0] == 0
+            && monotone(&nt_prods, false)
+            && nt_prods.last().copied() == Some(prod_starts.len() as u32),
+        "production table",
+    )?;
+    let nts = nt_prods.len() - 1;
+    ensure(names.len() == nts, "nonterminal names")?;
+    ensure(
+        lit_offsets.first() == Some(&0)
+            && monotone(&lit_offsets, true)
+            && lit_offsets.last().copied() == Some(lit_bytes.len() as u32),
+        "literal table",
+    )?;
+    ensure(
+        excepts.iter().all(|e| (e.dfa as usize) < dfas.len()),
+        "an except! without its automaton",
+    )?;
+    ensure(
+        matches!(syms.last(), Some(LSym::End(_)))
+            && prod_starts.iter().all(|&p| (p as usize) < syms.len()),
+        "productions outside the symbol table",
+    )?;
+    ensure(init_state.len() == syms.len(), "initial states")?;
+    for (s, &init) in syms.iter().zip(&init_state) {
+        let ok = match *s {
+            LSym::Nt(v) | LSym::End(v) => (v as usize) < nts,
+            LSym::Lit(v) => (v as usize) + 1 < lit_offsets.len(),
+            LSym::Regex(d) => dfas
+                .get(d as usize)
+                .is_some_and(|dfa| (init as usize) < dfa.state_count()),
+            LSym::Except(x) => excepts
+                .get(x as usize)
+                .is_some_and(|e| (init as usize) < dfas[e.dfa as usize].state_count()),
+        };
+        ensure(ok, "a symbol that refers to nothing")?;
+    }
+    Ok(Lnf {
+        syms,
+        init_state,
+        prod_starts,
+        nt_prods,
+        names,
+        lit_bytes,
+        lit_offsets,
+        dfas,
+        excepts,
+        start_nullable,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::Vocabulary;
+
+    const TEXT: &str = r#"start ::= "{" pair ("," pair)* "}" ;
+pair ::= key ":" #"[0-9]{1,3}" ;
+key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
+
+    fn vocab() -> Arc<Vocabulary> {
+        let mut tokens: Vec<Option<&[u8]>> = [
+            "{", "}", ",", ":", "\"", "a", "b", "x", "1", "2", "ab\"", "12",
+        ]
+        .iter()
+        .map(|t| Some(t.as_bytes()))
+        .collect();
+        tokens.push(None); // EOS
+        Arc::new(Vocabulary::from_byte_tokens(&tokens, &[12], None).expect("vocabulary"))
+    }
+
+    fn compiled(text: &str) -> CompiledGrammar {
+        let g = Grammar::compile(text, &CompileOptions::default()).expect("compiles");
+        CompiledGrammar::new(Arc::new(g), vocab())
+    }
+
+    #[test]
+    fn an_entry_round_trips_to_the_same_masks() {
+        let cg = compiled(TEXT);
+        let bytes = encode_entry(TEXT, &cg);
+        let back = Arc::new(
+            decode_entry(&bytes, TEXT, &CompileOptions::default(), &cg.vocab).expect("decodes"),
+        );
+        assert_eq!(back.grammar.lnf_debug(), cg.grammar.lnf_debug());
+        assert_eq!(back.depths, cg.depths);
+        assert_eq!(back.stable, cg.stable);
+        let cg = Arc::new(cg);
+        for input in [&b"{\"ab\":12,\"x"[..], b"{", b"{\"b\":1"] {
+            let (mut a, mut b) = (cg.matcher(), back.matcher());
+            assert_eq!(a.accept_bytes(input), b.accept_bytes(input));
+            let mut ma = vec![0u32; cg.mask_words()];
+            let mut mb = vec![0u32; back.mask_words()];
+            a.fill_next_token_bitmask(&mut ma).unwrap();
+            b.fill_next_token_bitmask(&mut mb).unwrap();
+            assert_eq!(ma, mb);
+        }
+    }
+
+    #[test]
+    fn any_damage_is_detected() {
+        let cg = compiled(TEXT);
+        let bytes = encode_entry(TEXT, &cg);
+        let opts = CompileOptions::default();
+        for cut in (0..bytes.len()).step_by(7) {
+            assert!(decode_entry(&bytes[..cut], TEXT, &opts, &cg.vocab).is_err());
+        }
+        for i in (0..bytes.len()).step_by(3) {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            assert!(
+                decode_entry(&bad, TEXT, &opts, &cg.vocab).is_err(),
+                "a flipped byte at {i} went unnoticed"
+            );
+        }
+    }
+
+    #[test]
+    fn another_key_is_a_miss() {
+        let cg = compiled(TEXT);
+        let bytes = encode_entry(TEXT, &cg);
+        let other_text = TEXT.replace("{1,3}", "{1,4}");
+        assert!(decode_entry(&bytes, &other_text, &CompileOptions::default(), &cg.vocab).is_err());
+        let other_opts = CompileOptions {
+            max_items_per_set: 7,
+            ..CompileOptions::default()
+        };
+        assert!(decode_entry(&bytes, TEXT, &other_opts, &cg.vocab).is_err());
+        let other_vocab = Arc::new(
+            Vocabulary::from_byte_tokens(&[Some(b"{"), Some(b"}"), None], &[2], None)
+                .expect("vocabulary"),
+        );
+        assert!(decode_entry(&bytes, TEXT, &CompileOptions::default(), &other_vocab).is_err());
+    }
+
+    /// A payload with a valid checksum but broken tables (what only a hostile file could hold)
+    /// is refused by the structural checks, not by luck.
+    #[test]
+    fn structurally_broken_payloads_are_refused() {
+        let cg = compiled(TEXT);
+        let lnf = cg.grammar.lnf().clone();
+        type Damage = Box<dyn Fn(&mut Lnf)>;
+        let variants: Vec<Damage> = vec![
+            Box::new(|l| l.syms.push(LSym::Nt(9999))),
+            Box::new(|l| l.prod_starts[0] = 1 << 30),
+            Box::new(|l| l.lit_offsets.push(1 << 30)),
+            Box::new(|l| {
+                let at = l.syms.iter().position(|s| matches!(s, LSym::Regex(_)));
+                l.init_state[at.expect("the grammar has a regex terminal")] = u32::MAX;
+            }),
+            Box::new(|l| l.names.pop().map(|_| ()).unwrap_or(())),
+            Box::new(|l| {
+                if let Some(x) = l.excepts.first_mut() {
+                    x.dfa = 1 << 20;
+                }
+            }),
+        ];
+        for (k, damage) in variants.iter().enumerate() {
+            let mut l = lnf.clone();
+            damage(&mut l);
+            let mut w = Writer::default();
+            encode_lnf(&mut w, &l);
+            let bytes = w.into_bytes();
+            assert!(
+                decode_lnf(&mut Reader::new(&bytes)).is_err(),
+                "variant {k} decoded"
+            );
+        }
+    }
+}
