@@ -15,6 +15,7 @@
 mod counted;
 mod persist;
 mod regular;
+mod repeat;
 
 pub use regular::RightLinear;
 
@@ -32,6 +33,10 @@ use rustc_hash::FxHashMap;
 
 /// The dead state: no continuation is possible.
 pub const DEAD: u32 = 0;
+
+/// Bounded repetitions `X{m,n}` with `n` at least this are built by unrolling `X`'s automaton when
+/// `X` is prefix-free (see [`repeat`]).
+const UNROLL_MIN: u32 = 4;
 
 /// A set of bytes as a 256-bit bitmap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -248,10 +253,29 @@ impl Dfa {
     /// Compiles a regex (Rust `regex` syntax) matched in full against the input.
     pub fn from_regex(pattern: &str, size_limit: usize) -> Result<Dfa, DfaError> {
         let hir = parse(pattern, size_limit)?;
+        if let Some(dfa) = Dfa::from_bounded_repetition(&hir, size_limit) {
+            return Ok(dfa);
+        }
         if let Some(dfa) = Dfa::from_segments(&hir, size_limit) {
             return Ok(dfa);
         }
         Dfa::from_hir(&hir, size_limit)
+    }
+
+    /// `X{m,n}` (`n >= UNROLL_MIN`) with a prefix-free `X`, unrolled from `X`'s automaton (see
+    /// [`repeat`]); `None` for anything else, or when that construction fails.
+    fn from_bounded_repetition(hir: &Hir, size_limit: usize) -> Option<Dfa> {
+        let HirKind::Repetition(r) = hir.kind() else {
+            return None;
+        };
+        let max = r.max.filter(|&n| n >= UNROLL_MIN)?;
+        if !hir.properties().look_set().is_empty() {
+            return None;
+        }
+        let body = Dfa::from_hir(&r.sub, size_limit).ok()?;
+        repeat::bounded(&body, r.min, max, size_limit)
+            .ok()
+            .flatten()
     }
 
     /// Determinizes a (simplified) HIR with `regex-automata` and copies the result.
@@ -303,7 +327,8 @@ impl Dfa {
         let HirKind::Concat(items) = hir.kind() else {
             return None;
         };
-        let unbounded = |h: &Hir| matches!(h.kind(), HirKind::Repetition(r) if r.max.is_none());
+        // Unbounded repetitions, and bounded ones long enough to be worth unrolling.
+        let unbounded = |h: &Hir| matches!(h.kind(), HirKind::Repetition(r) if r.max.is_none_or(|n| n >= UNROLL_MIN));
         let mut segments: Vec<&[Hir]> = Vec::new();
         let mut start = 0;
         for (i, item) in items.iter().enumerate() {
@@ -327,6 +352,12 @@ impl Dfa {
             if let [h] = seg {
                 if let HirKind::Literal(_) = h.kind() {
                     dfas.push(None);
+                    continue;
+                }
+            }
+            if let [h] = seg {
+                if let Some(d) = Dfa::from_bounded_repetition(h, share) {
+                    dfas.push(Some(d));
                     continue;
                 }
             }
@@ -1328,10 +1359,16 @@ impl Explored {
                 trans[ns * stride + c] = new_id[self.trans[s * stride + c] as usize];
             }
         }
+        // Live bytes: the union of the byte sets of the classes with a transition.
+        let mut class_bytes = vec![ByteSet::EMPTY; stride];
+        for b in 0..=255u8 {
+            class_bytes[classes[b as usize] as usize].insert(b);
+        }
         for ns in 1..m {
-            for b in 0..=255u8 {
-                if trans[ns * stride + classes[b as usize] as usize] != DEAD {
-                    live_bytes[ns].insert(b);
+            let row = &trans[ns * stride..(ns + 1) * stride];
+            for (set, &t) in class_bytes.iter().zip(row) {
+                if t != DEAD {
+                    live_bytes[ns].union_with(set);
                 }
             }
         }
