@@ -718,10 +718,12 @@ def compile_detail(
 
 
 def disk_cache_load(eng: StructoutSchemaEngine, run: EngineRun) -> dict[str, Any]:
-    """Warm-from-disk: every KBNF compiled in the run is written to a fresh on-disk cache
-    (``structout.cache.CompileCache`` in a temporary ``STRUCTOUT_CACHE_DIR``), then looked up
-    through a new cache object (empty memory layer; the OS page cache is warm) and compiled by
-    the engine (its compiled-grammar cache cleared): disk load, and load + engine compile."""
+    """Warm-from-disk, as a new process sees it: every schema compiled in the run is compiled
+    once more through a ``structout.cache.CompileCache`` on a fresh temporary directory (which
+    writes its KBNF and its compiled grammar there, untimed), then, with the engine's memory
+    cache cleared before each schema, a new cache object on the same directory turns the schema
+    into a ready compiled grammar: the KBNF from disk, then the compiled grammar from disk (each
+    load is checked to be a disk hit). Reported: KBNF load, and schema -> compiled grammar."""
     import shutil
     import tempfile
 
@@ -733,6 +735,8 @@ def disk_cache_load(eng: StructoutSchemaEngine, run: EngineRun) -> dict[str, Any
         writer = cache_mod.CompileCache(directory=tmp)
         for schema, text in run.kbnf.values():
             writer.kbnf_for_schema(schema, lambda _s, t=text: t, eng.options)
+            eng.so.configure_cache(clear=True)
+            writer.compiled_grammar(text, eng.vocab)
 
         def refuse(_s: Any) -> str:
             raise RuntimeError("disk cache miss")
@@ -740,12 +744,14 @@ def disk_cache_load(eng: StructoutSchemaEngine, run: EngineRun) -> dict[str, Any
         reader = cache_mod.CompileCache(directory=tmp)
         for schema, text in run.kbnf.values():
             eng.so.configure_cache(clear=True)
+            hits = reader.stats().grammar_disk_hits
             t0 = perf_ns()
             got, _ = reader.kbnf_for_schema(schema, refuse, eng.options)
             t1 = perf_ns()
-            grammar = eng.so.compile_kbnf(got, eng.vocab)
+            grammar = reader.compiled_grammar(got, eng.vocab)
             t2 = perf_ns()
             assert got == text
+            assert reader.stats().grammar_disk_hits == hits + 1, "compiled grammar not on disk"
             del grammar
             load_ms.append((t1 - t0) / 1e6)
             total_ms.append((t2 - t0) / 1e6)
@@ -777,9 +783,9 @@ def print_compile_detail(detail: dict[str, Any], disk: dict[str, Any], active: l
             print(f"  engine, common set (ms):       {q(ent['engine_ms_common'], 'ms')}")
             print(f"  KBNF size, all (bytes):        {q(ent['kbnf_bytes'], 'b', 0)}")
     if disk:
-        print("structout disk cache, warm (new cache object, fresh engine cache):")
+        print("structout disk cache, warm (new cache object, empty engine memory cache):")
         print(f"  KBNF load from disk (ms):      {q(disk['disk_load'], 'ms', 3)}")
-        print(f"  load + engine compile (ms):    {q(disk['disk_load_plus_engine'], 'ms')}")
+        print(f"  schema -> compiled grammar (ms): {q(disk['disk_load_plus_engine'], 'ms', 3)}")
 
 
 # --------------------------------------------------------------------------------------------
