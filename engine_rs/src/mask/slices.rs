@@ -213,10 +213,18 @@ pub fn slice_depths(t: &Dfa, slice: &Dfa) -> Vec<u8> {
     // die[s * nu + u], relaxed to a fixpoint (values only decrease, bounded by the cap). States
     // are numbered in discovery order from the start, so successors mostly have larger ids:
     // sweeping from the last state down settles chains (`x{0,n}`) in one sweep instead of n.
+    //
+    // Stopping rule: another sweep is needed only when some pair changed *after* this sweep had
+    // read it (`read[p] == sweep`). Otherwise every value read was final, so each pair satisfies
+    // `die(p) <= 1 + die(successor)` for all successors with the end-of-sweep values: that is the
+    // fixpoint (relaxation never goes below it). Chains thus take one sweep, not two.
     let idx = |s: u32, u: u32| s as usize * nu + u as usize;
     let mut die = vec![DEPTH_CAP; nt * nu];
+    let mut read = vec![0u32; nt * nu];
+    let mut sweep = 0u32;
     loop {
-        let mut changed = false;
+        sweep += 1;
+        let mut again = false;
         for s in (1..nt as u32).rev() {
             for u in 1..nu as u32 {
                 let mut best = die[idx(s, u)];
@@ -229,17 +237,18 @@ pub fn slice_depths(t: &Dfa, slice: &Dfa) -> Vec<u8> {
                     let d = if s2 == DEAD {
                         1
                     } else {
+                        read[idx(s2, u2)] = sweep;
                         die[idx(s2, u2)].saturating_add(1)
                     };
                     best = best.min(d);
                 }
                 if best < die[idx(s, u)] {
                     die[idx(s, u)] = best;
-                    changed = true;
+                    again |= read[idx(s, u)] == sweep;
                 }
             }
         }
-        if !changed {
+        if !again {
             break;
         }
     }
@@ -272,5 +281,62 @@ mod tests {
         let t = Dfa::from_regex("[0-9]+", 1 << 20).unwrap();
         let d = slice_depths(&t, &slice);
         assert_eq!(d[t.start() as usize], 1);
+    }
+
+    /// Per state, the shortest killing prefix of the slice language by breadth-first search over
+    /// (terminal state, slice state) pairs: the definition, without the fixpoint.
+    fn reference_depths(t: &Dfa, slice: &Dfa) -> Vec<u8> {
+        (0..t.state_count() as u32)
+            .map(|s| {
+                if s == DEAD {
+                    return 0;
+                }
+                let mut seen = std::collections::HashSet::new();
+                let mut layer = vec![(s, slice.start())];
+                seen.insert((s, slice.start()));
+                for depth in 1..DEPTH_CAP {
+                    let mut next = Vec::new();
+                    for &(a, u) in &layer {
+                        for b in 0..=255u8 {
+                            let u2 = slice.next(u, b);
+                            if u2 == DEAD {
+                                continue;
+                            }
+                            let a2 = t.next(a, b);
+                            if a2 == DEAD {
+                                return depth;
+                            }
+                            if seen.insert((a2, u2)) {
+                                next.push((a2, u2));
+                            }
+                        }
+                    }
+                    layer = next;
+                }
+                DEPTH_CAP
+            })
+            .collect()
+    }
+
+    /// The one-sweep stopping rule gives the exact fixpoint, also with back edges, loops and
+    /// multi-byte characters.
+    #[test]
+    fn fixpoint_equals_breadth_first_definition() {
+        let slice = Dfa::from_regex(SLICE_REGEX, 1 << 20).unwrap();
+        for pattern in [
+            r#""[^"\\\x00-\x1F]{0,5}""#,
+            r#"(?:ab|c)*d{0,7}"#,
+            r#"(?:x[a-z]{2,4}y)*z"#,
+            r#"[a-c]{3,9}|é{2,6}|(?:ab)+"#,
+            r#""(?:[^"\\]|\\.){1,12}":\s*(?:true|false|[0-9]{1,5})"#,
+            r#"(?:[a-z]+,)*[a-z]{1,3}"#,
+        ] {
+            let t = Dfa::from_regex(pattern, 1 << 20).unwrap();
+            assert_eq!(
+                slice_depths(&t, &slice),
+                reference_depths(&t, &slice),
+                "{pattern}"
+            );
+        }
     }
 }
