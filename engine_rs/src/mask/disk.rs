@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! MAGIC | FORMAT: u32 | build id: str | checksum: u64 | payload: bytes
-//! payload = text: str | options | vocabulary fingerprint: u64 | LNF | slice depths | stable flags
+//! payload = text: str | options | vocabulary fingerprint: u64 | LNF
 //! ```
 //!
 //! Invariants: an entry is used only when its magic, format, build id and checksum match **and**
@@ -21,7 +21,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{CompiledGrammar, MaskCache};
+use super::CompiledGrammar;
 use crate::dfa::Dfa;
 use crate::grammar::{CompileOptions, Grammar};
 use crate::lnf::{ExceptInfo, LSym, Lnf};
@@ -117,15 +117,8 @@ fn encode_entry(text: &str, cg: &CompiledGrammar) -> Vec<u8> {
     p.str(text);
     encode_options(&mut p, cg.grammar.options());
     p.u64(cg.vocab.fingerprint());
+    // Slice tables are not stored: they are built on first use, after loading as after compiling.
     encode_lnf(&mut p, cg.grammar.lnf());
-    p.usize(cg.depths.len());
-    for d in &cg.depths {
-        p.bytes(d);
-    }
-    p.usize(cg.stable.len());
-    for s in &cg.stable {
-        p.bools(s);
-    }
     let payload = p.into_bytes();
     let mut w = Writer::default();
     for &b in MAGIC {
@@ -171,37 +164,12 @@ fn decode_entry(
     ensure(decode_options(&mut r)? == *options, "other options")?;
     ensure(r.u64()? == vocab.fingerprint(), "another vocabulary")?;
     let lnf = decode_lnf(&mut r)?;
-    let n = r.count(8)?;
-    ensure(
-        n == lnf.dfas.len(),
-        "slice depths for another number of automata",
-    )?;
-    let mut depths = Vec::with_capacity(n);
-    for _ in 0..n {
-        depths.push(r.bytes()?.to_vec());
-    }
-    let n = r.count(8)?;
-    ensure(
-        n == lnf.dfas.len(),
-        "stable flags for another number of automata",
-    )?;
-    let mut stable = Vec::with_capacity(n);
-    for _ in 0..n {
-        stable.push(r.bools()?);
-    }
     r.finish()?;
     let grammar = Arc::new(Grammar {
         lnf,
         options: options.clone(),
     });
-    Ok(CompiledGrammar {
-        grammar,
-        vocab: vocab.clone(),
-        index: super::cache::token_index(vocab),
-        depths,
-        stable,
-        mask_cache: std::sync::Mutex::new(MaskCache::default()),
-    })
+    Ok(CompiledGrammar::new(grammar, vocab.clone()))
 }
 
 fn encode_options(w: &mut Writer, o: &CompileOptions) {
@@ -396,8 +364,9 @@ key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
             decode_entry(&bytes, TEXT, &CompileOptions::default(), &cg.vocab).expect("decodes"),
         );
         assert_eq!(back.grammar.lnf_debug(), cg.grammar.lnf_debug());
-        assert_eq!(back.depths, cg.depths);
-        assert_eq!(back.stable, cg.stable);
+        for d in 0..cg.grammar.lnf().dfas.len() as u32 {
+            assert_eq!(back.slice_tables(d), cg.slice_tables(d));
+        }
         let cg = Arc::new(cg);
         for input in [&b"{\"ab\":12,\"x"[..], b"{", b"{\"b\":1"] {
             let (mut a, mut b) = (cg.matcher(), back.matcher());

@@ -2,7 +2,9 @@
 //! tokens keep the output completable.
 //!
 //! [`CompiledGrammar`] = grammar + vocabulary + the vocabulary's [`TokenIndex`] (token tries split
-//! into slices) + per-DFA slice depths. It is immutable and shared; compiled grammars are cached by
+//! into slices) + per-DFA slice tables, each built the first time a mask needs it (a grammar pays
+//! only for the terminals its sequences reach). It is immutable to its users (the lazily built
+//! tables are write-once) and shared; compiled grammars are cached by
 //! (grammar text, options, vocabulary fingerprint) in [`cache`]. A [`Matcher`] holds one sequence's
 //! recognizer and computes bitmasks by walking the token tries with recognizer push/pop.
 
@@ -12,7 +14,7 @@ mod disk;
 mod matcher;
 pub mod slices;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rustc_hash::FxHashMap;
 
@@ -29,10 +31,8 @@ pub struct CompiledGrammar {
     grammar: Arc<Grammar>,
     vocab: Arc<Vocabulary>,
     index: Arc<TokenIndex>,
-    /// Slice depths per LNF DFA (see [`slices::slice_depths`]); empty for bounded `except!`.
-    depths: Vec<Vec<u8>>,
-    /// Slice-stable states per LNF DFA (see [`TokenIndex::slice_stable`]).
-    stable: Vec<Vec<bool>>,
+    /// Slice tables per LNF DFA, built on first use (see [`CompiledGrammar::slice_tables`]).
+    tables: Vec<OnceLock<SliceTables>>,
     /// Masks of expensive states, keyed by [`crate::Recognizer::state_key`].
     mask_cache: Mutex<MaskCache>,
 }
@@ -59,52 +59,51 @@ struct MaskCache {
     misses: u64,
 }
 
+/// The slice tables of one terminal DFA.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct SliceTables {
+    /// Slice depth per state (see [`slices::slice_depths`]); empty for bounded `except!`.
+    depths: Vec<u8>,
+    /// Slice-stable states (see [`TokenIndex::slice_stable`]); empty for counted automata.
+    stable: Vec<bool>,
+}
+
 impl CompiledGrammar {
     pub fn new(grammar: Arc<Grammar>, vocab: Arc<Vocabulary>) -> CompiledGrammar {
         let index = cache::token_index(&vocab);
-        let lnf = grammar.lnf();
-        // No slice tables for bounded `except!`; a length-counted automaton gets those of its
-        // base automaton (see `slice_depth`).
-        let mut bounded = vec![false; lnf.dfas.len()];
-        for e in &lnf.excepts {
-            if e.max != u32::MAX {
-                bounded[e.dfa as usize] = true;
-            }
-        }
-        let depths: Vec<Vec<u8>> = lnf
-            .dfas
-            .iter()
-            .zip(bounded)
-            .map(|(d, b)| {
-                if b {
-                    Vec::new()
-                } else if let Some(base) = d.counted_base() {
-                    index.slice_depths(&base)
-                } else {
-                    index.slice_depths(d)
-                }
-            })
-            .collect();
-        let stable = lnf
-            .dfas
-            .iter()
-            .zip(&depths)
-            .map(|(d, dep)| {
-                if d.is_counted() {
-                    Vec::new()
-                } else {
-                    index.slice_stable(d, dep)
-                }
-            })
+        let tables = (0..grammar.lnf().dfas.len())
+            .map(|_| OnceLock::new())
             .collect();
         CompiledGrammar {
             grammar,
             vocab,
             index,
-            depths,
-            stable,
+            tables,
             mask_cache: Mutex::new(MaskCache::default()),
         }
+    }
+
+    /// The slice tables of LNF DFA `d`, computed on first use (concurrent first uses wait for
+    /// one computation). No slice tables for a bounded `except!` (its length bound is not in the
+    /// automaton); a length-counted automaton gets the depths of its base automaton (see
+    /// [`CompiledGrammar::slice_depth`]).
+    fn slice_tables(&self, d: u32) -> &SliceTables {
+        self.tables[d as usize].get_or_init(|| {
+            let lnf = self.grammar.lnf();
+            let dfa = &lnf.dfas[d as usize];
+            if lnf.excepts.iter().any(|e| e.dfa == d && e.max != u32::MAX) {
+                return SliceTables::default();
+            }
+            if let Some(base) = dfa.counted_base() {
+                return SliceTables {
+                    depths: self.index.slice_depths(&base),
+                    stable: Vec::new(),
+                };
+            }
+            let depths = self.index.slice_depths(dfa);
+            let stable = self.index.slice_stable(dfa, &depths);
+            SliceTables { depths, stable }
+        })
     }
 
     pub fn grammar(&self) -> &Arc<Grammar> {
@@ -185,7 +184,9 @@ impl CompiledGrammar {
     #[inline]
     fn is_slice_stable(&self, sym: LSym, state: u32) -> bool {
         match sym {
-            LSym::Regex(d) => self.stable[d as usize]
+            LSym::Regex(d) => self
+                .slice_tables(d)
+                .stable
                 .get(state as usize)
                 .copied()
                 .unwrap_or(false),
@@ -205,13 +206,16 @@ impl CompiledGrammar {
         // A counted state (t, n): the base automaton's depth at t, unless fewer characters than
         // that bring the count to where it matters (each byte adds at most one character).
         if let Some((t, slack)) = dfa.counted_parts(state, u32::from(slices::DEPTH_CAP)) {
-            let base = self.depths[d as usize]
+            let base = self
+                .slice_tables(d)
+                .depths
                 .get(t as usize)
                 .copied()
                 .unwrap_or(0);
             return base.min(slack as u8);
         }
-        self.depths[d as usize]
+        self.slice_tables(d)
+            .depths
             .get(state as usize)
             .copied()
             .unwrap_or(0)
