@@ -107,7 +107,7 @@ mod tests {
             ("(?:a[bc]d|e){1,2}", b"abcde"),
         ];
         for (pattern, alphabet) in cases {
-            let hir = super::super::parse(pattern, LIMIT).unwrap();
+            let hir = super::super::build::parse(pattern, LIMIT).unwrap();
             let regex_syntax::hir::HirKind::Repetition(r) = hir.kind() else {
                 panic!("{pattern} is not a repetition")
             };

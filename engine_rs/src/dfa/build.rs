@@ -1,0 +1,382 @@
+//! Building automata from regex text: parsing and simplifying patterns, determinizing with
+//! `regex-automata`, and the cheaper constructions tried first (bounded repetitions unrolled,
+//! top-level concatenations combined segment by segment).
+
+use regex_automata::{
+    dfa::{dense, Automaton, StartKind},
+    nfa::thompson,
+    util::syntax,
+    Anchored, Input, MatchKind,
+};
+use regex_syntax::hir::{Hir, HirKind, Repetition};
+use rustc_hash::FxHashMap;
+
+use super::{
+    explore, product_classes, repeat, utf8, CombineBudget, Dfa, DfaError, Part, UNROLL_MIN,
+};
+
+impl Dfa {
+    /// Compiles a regex (Rust `regex` syntax) matched in full against the input.
+    pub fn from_regex(pattern: &str, size_limit: usize) -> Result<Dfa, DfaError> {
+        let hir = parse(pattern, size_limit)?;
+        if let Some(dfa) = Dfa::from_bounded_repetition(&hir, size_limit) {
+            return Ok(dfa);
+        }
+        if let Some(dfa) = Dfa::from_segments(&hir, size_limit) {
+            return Ok(dfa);
+        }
+        Dfa::from_hir(&hir, size_limit)
+    }
+
+    /// `X{m,n}` (`n >= UNROLL_MIN`) with a prefix-free `X`, unrolled from `X`'s automaton (see
+    /// [`repeat`]); `None` for anything else, or when that construction fails.
+    fn from_bounded_repetition(hir: &Hir, size_limit: usize) -> Option<Dfa> {
+        let HirKind::Repetition(r) = hir.kind() else {
+            return None;
+        };
+        let max = r.max.filter(|&n| n >= UNROLL_MIN)?;
+        if !hir.properties().look_set().is_empty() {
+            return None;
+        }
+        let body = Dfa::from_hir(&r.sub, size_limit).ok()?;
+        repeat::bounded(&body, r.min, max, size_limit)
+            .ok()
+            .flatten()
+    }
+
+    /// Determinizes a (simplified) HIR with `regex-automata` and copies the result.
+    pub(super) fn from_hir(hir: &Hir, size_limit: usize) -> Result<Dfa, DfaError> {
+        let ra = build_ra(hir, size_limit)?;
+        let start = ra
+            .start_state_forward(&Input::new("").anchored(Anchored::Yes))
+            .map_err(|e| DfaError::Unsupported(e.to_string()))?;
+        let (classes, reps) = ra_classes(&ra);
+        let table = explore(
+            start,
+            &reps,
+            |s, b| {
+                let t = ra.next_state(*s, b);
+                if ra.is_dead_state(t) {
+                    Ok(None)
+                } else if ra.is_quit_state(t) {
+                    Err(DfaError::Unsupported(
+                        "Unicode word boundaries `\\b` cannot be matched byte by byte; use `(?-u:\\b)`"
+                            .into(),
+                    ))
+                } else {
+                    Ok(Some(t))
+                }
+            },
+            |s| ra.is_match_state(ra.next_eoi_state(*s)),
+            size_limit,
+        )?;
+        Ok(table.finish(classes))
+    }
+
+    /// A top-level concatenation `A X* B Y+ C` (no look-around anywhere) as the concatenation of
+    /// the automata of its segments `A`, `X*`, `B`, `Y+`, `C`, each unbounded repetition alone.
+    ///
+    /// Why: determinizing the whole at once gives `X* Y{n,}`-shaped patterns (every unanchored
+    /// schema `pattern` is `.* P .*`) a DFA whose states each hold O(n) NFA states, so it takes
+    /// O(n²); combining the segments' DFAs keeps only the largest count of `Y` (see
+    /// [`Inclusion`]) and is linear.
+    ///
+    /// Cost bound: at most [`MAX_SEGMENTS`] segments, each built under `size_limit /
+    /// MAX_SEGMENTS`, then combined under `size_limit` bytes and `size_limit / 4` steps; so a
+    /// failed attempt costs about one more full-limit construction. `None` (more segments, a
+    /// segment over its share, sets of incomparable states such as `X* a{n}` with a literal)
+    /// sends the pattern to the ordinary construction.
+    fn from_segments(hir: &Hir, size_limit: usize) -> Option<Dfa> {
+        if !hir.properties().look_set().is_empty() {
+            return None;
+        }
+        let HirKind::Concat(items) = hir.kind() else {
+            return None;
+        };
+        // Unbounded repetitions, and bounded ones long enough to be worth unrolling.
+        let unbounded = |h: &Hir| matches!(h.kind(), HirKind::Repetition(r) if r.max.is_none_or(|n| n >= UNROLL_MIN));
+        let mut segments: Vec<&[Hir]> = Vec::new();
+        let mut start = 0;
+        for (i, item) in items.iter().enumerate() {
+            if unbounded(item) {
+                if start < i {
+                    segments.push(&items[start..i]);
+                }
+                segments.push(&items[i..=i]);
+                start = i + 1;
+            }
+        }
+        if start < items.len() {
+            segments.push(&items[start..]);
+        }
+        if segments.len() < 2 || segments.len() > MAX_SEGMENTS {
+            return None;
+        }
+        let share = size_limit / MAX_SEGMENTS;
+        let mut dfas: Vec<Option<Dfa>> = Vec::with_capacity(segments.len());
+        for seg in &segments {
+            if let [h] = seg {
+                if let HirKind::Literal(_) = h.kind() {
+                    dfas.push(None);
+                    continue;
+                }
+            }
+            if let [h] = seg {
+                if let Some(d) = Dfa::from_bounded_repetition(h, share) {
+                    dfas.push(Some(d));
+                    continue;
+                }
+            }
+            dfas.push(Some(Dfa::from_hir(&Hir::concat(seg.to_vec()), share).ok()?));
+        }
+        let parts: Vec<Part<'_>> = segments
+            .iter()
+            .zip(&dfas)
+            .map(|(seg, d)| match (d, seg[0].kind()) {
+                (Some(d), _) => Part::Dfa(d),
+                (None, HirKind::Literal(lit)) => Part::Lit(&lit.0),
+                (None, _) => unreachable!("only literal segments have no DFA"),
+            })
+            .collect();
+        let mut budget = CombineBudget {
+            size_limit,
+            steps: size_limit as u64 / 4,
+        };
+        Dfa::concat(&parts, &mut budget).ok()
+    }
+
+    /// The DFA of `except!(X)`: non-empty-or-empty UTF-8 strings with no substring matching `x_regex`,
+    /// optionally at most `max_len` bytes long (the bound is enforced by the recognizer using
+    /// [`Dfa::min_to_accept`]).
+    pub fn except(x_regex: &str, size_limit: usize) -> Result<Dfa, DfaError> {
+        let pattern = format!("(?s-u:.)*(?:{x_regex})");
+        let ra = build_ra(&parse(&pattern, size_limit)?, size_limit)?;
+        let start = ra
+            .start_state_forward(&Input::new("").anchored(Anchored::Yes))
+            .map_err(|e| DfaError::Unsupported(e.to_string()))?;
+        if ra.is_match_state(ra.next_eoi_state(start)) {
+            // X matches the empty string, so every string contains it: empty language.
+            return Ok(Dfa::empty());
+        }
+        let (ra_cls, _) = ra_classes(&ra);
+        // Product classes: bytes equivalent for both the X-automaton and the UTF-8 validator.
+        let (classes, reps) = product_classes(|b| (ra_cls[b as usize], utf8::class(b) as u32));
+        let table = explore(
+            (start, utf8::BOUNDARY),
+            &reps,
+            |(s, u), b| {
+                let t = ra.next_state(*s, b);
+                let v = utf8::next(*u, b);
+                // A match of X ending here means X occurs: the except-string is dead.
+                if v == utf8::INVALID || ra.is_match_state(ra.next_eoi_state(t)) {
+                    Ok(None)
+                } else if ra.is_quit_state(t) {
+                    Err(DfaError::Unsupported(
+                        "Unicode word boundaries `\\b` are not supported in except!".into(),
+                    ))
+                } else {
+                    Ok(Some((t, v)))
+                }
+            },
+            |(_, u)| *u == utf8::BOUNDARY,
+            size_limit,
+        )?;
+        Ok(table.finish(classes))
+    }
+}
+
+/// Most segments [`Dfa::from_segments`] splits a pattern into.
+const MAX_SEGMENTS: usize = 8;
+
+/// Longest pattern, as a fraction of `size_limit`: parsing takes up to ~350 bytes of memory per
+/// pattern byte (`regex-syntax`'s syntax tree and HIR, e.g. for `a?a?a?…`), before any of the
+/// automaton budgets can be checked, so this bounds parsing to ~22 × `size_limit` (a 2 MiB
+/// pattern at the default 32 MiB).
+pub const PATTERN_BYTES_PER_LIMIT: usize = 16;
+
+/// Parses and simplifies a pattern (refusing patterns too long to parse within the limit).
+///
+/// Parsing ourselves and compiling the simplified HIR (instead of letting `regex-automata` parse)
+/// lets us rewrite shapes whose subset construction is quadratic into equivalent linear ones (see
+/// [`simplify`] and [`Dfa::from_segments`]).
+pub(super) fn parse(pattern: &str, size_limit: usize) -> Result<Hir, DfaError> {
+    let max = size_limit / PATTERN_BYTES_PER_LIMIT;
+    if pattern.len() > max {
+        return Err(DfaError::TooLong {
+            len: pattern.len(),
+            max,
+            limit: size_limit,
+        });
+    }
+    let hir = syntax::parse_with(pattern, &syntax::Config::new().utf8(false))
+        .map_err(|e| DfaError::Syntax(clean_regex_message(&e.to_string())))?;
+    Ok(simplify(hir))
+}
+
+/// Compiles and determinizes a parsed pattern, each stage under `size_limit` bytes.
+fn build_ra(hir: &Hir, size_limit: usize) -> Result<dense::DFA<Vec<u32>>, DfaError> {
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .utf8(false)
+                .nfa_size_limit(Some(size_limit)),
+        )
+        .build_from_hir(hir)
+        .map_err(|e| build_error(&e, size_limit))?;
+    dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .match_kind(MatchKind::All)
+                .start_kind(StartKind::Anchored)
+                .minimize(false)
+                .unicode_word_boundary(true)
+                .dfa_size_limit(Some(size_limit))
+                .determinize_size_limit(Some(size_limit)),
+        )
+        .build_from_nfa(&nfa)
+        .map_err(|e| build_error(&e, size_limit))
+}
+
+/// Maps an NFA or DFA construction error (the pattern already parsed) to a [`DfaError`].
+fn build_error(e: &dyn std::error::Error, size_limit: usize) -> DfaError {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        msg.push_str(": ");
+        msg.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    if msg.contains("exceeded") || msg.contains("limit") {
+        DfaError::TooBig { limit: size_limit }
+    } else {
+        DfaError::Unsupported(clean_regex_message(&msg))
+    }
+}
+
+/// Rewrites a pattern into an equivalent one (same language; we only ever ask whether the whole
+/// input matches, so greediness and capture groups do not matter) that determinizes cheaply:
+///
+/// * capture groups are dropped;
+/// * adjacent repetitions of the same expression are merged: `X{a,b} X{c,d}` is `X{a+c,b+d}`
+///   (a plain `X` counts as `X{1,1}`), so `\w+\w+\w+` becomes `\w{3,}`. Without this, every
+///   DFA state of `\w+` repeated n times holds O(n) NFA states and determinization is O(n²).
+///
+/// Recursion depth is bounded by the parser's nesting limit.
+fn simplify(hir: Hir) -> Hir {
+    match hir.into_kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(lit) => Hir::literal(lit.0),
+        HirKind::Class(c) => Hir::class(c),
+        HirKind::Look(l) => Hir::look(l),
+        HirKind::Capture(c) => simplify(*c.sub),
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            sub: Box::new(simplify(*r.sub)),
+            ..r
+        }),
+        HirKind::Alternation(subs) => Hir::alternation(subs.into_iter().map(simplify).collect()),
+        HirKind::Concat(subs) => {
+            // (expression, min, max) per item; max `None` is unbounded.
+            let mut out: Vec<(Hir, u32, Option<u32>)> = Vec::with_capacity(subs.len());
+            for sub in subs {
+                let (h, min, max) = match simplify(sub).into_kind() {
+                    HirKind::Repetition(r) => (*r.sub, r.min, r.max),
+                    kind => (rebuild(kind), 1, Some(1)),
+                };
+                if let Some((prev, pmin, pmax)) = out.last_mut() {
+                    if *prev == h {
+                        if let Some(m) = pmin.checked_add(min) {
+                            let merged_max = match (*pmax, max) {
+                                (Some(a), Some(b)) => a.checked_add(b).map(Some),
+                                _ => Some(None),
+                            };
+                            if let Some(mm) = merged_max {
+                                *pmin = m;
+                                *pmax = mm;
+                                continue;
+                            }
+                        }
+                    }
+                }
+                out.push((h, min, max));
+            }
+            Hir::concat(
+                out.into_iter()
+                    .map(|(h, min, max)| {
+                        if min == 1 && max == Some(1) {
+                            h
+                        } else {
+                            Hir::repetition(Repetition {
+                                min,
+                                max,
+                                greedy: true,
+                                sub: Box::new(h),
+                            })
+                        }
+                    })
+                    .collect(),
+            )
+        }
+    }
+}
+
+/// An HIR from its (already simplified) kind.
+fn rebuild(kind: HirKind) -> Hir {
+    match kind {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(lit) => Hir::literal(lit.0),
+        HirKind::Class(c) => Hir::class(c),
+        HirKind::Look(l) => Hir::look(l),
+        HirKind::Capture(c) => Hir::capture(c),
+        HirKind::Repetition(r) => Hir::repetition(r),
+        HirKind::Alternation(subs) => Hir::alternation(subs),
+        HirKind::Concat(subs) => Hir::concat(subs),
+    }
+}
+
+fn clean_regex_message(msg: &str) -> String {
+    // regex-syntax renders multi-line messages with the pattern; keep the last meaningful line.
+    let lines: Vec<&str> = msg
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    match lines.iter().rev().find(|l| l.starts_with("error:")) {
+        Some(l) => l.trim_start_matches("error:").trim().to_owned(),
+        None => lines.join(" "),
+    }
+}
+
+fn ra_classes(ra: &dense::DFA<Vec<u32>>) -> ([u8; 256], Vec<u8>) {
+    let bc = ra.byte_classes();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen: FxHashMap<u8, u8> = FxHashMap::default();
+    for b in 0..=255u8 {
+        let c = bc.get(b);
+        let next = seen.len() as u8;
+        let id = *seen.entry(c).or_insert_with(|| {
+            reps.push(b);
+            next
+        });
+        classes[b as usize] = id;
+    }
+    (classes, reps)
+}
+
+/// Escapes a byte string as a regex matching exactly those bytes.
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => regex_syntax::escape(s),
+        Err(_) => {
+            let mut out = String::new();
+            for &b in bytes {
+                if b.is_ascii_alphanumeric() {
+                    out.push(b as char);
+                } else {
+                    out.push_str(&format!("(?-u:\\x{b:02X})"));
+                }
+            }
+            out
+        }
+    }
+}

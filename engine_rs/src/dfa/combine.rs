@@ -1,0 +1,481 @@
+//! Combining automata: concatenation and union of DFAs and literals by subset construction over
+//! the parts' own automata, with language-inclusion pruning.
+
+use rustc_hash::FxHashMap;
+
+use super::{ByteSet, Dfa, DfaError, Explored, DEAD};
+
+impl Dfa {
+    /// The DFA of the concatenation of `parts` (with no parts: the empty language).
+    ///
+    /// Built from the parts' automata, so its cost is independent of how the parts were written;
+    /// fails with [`DfaError::TooBig`] or [`DfaError::TooSlow`] when `budget` runs out (callers
+    /// use it for optional optimizations and keep the parts separate then).
+    pub fn concat(parts: &[Part<'_>], budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        Combiner {
+            parts,
+            mode: Combine::Concat,
+        }
+        .explore(budget)
+    }
+
+    /// The DFA of the union of `parts` (see [`Dfa::concat`] for the budget).
+    pub fn union(parts: &[Part<'_>], budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        Combiner {
+            parts,
+            mode: Combine::Union,
+        }
+        .explore(budget)
+    }
+}
+
+/// Budget for building one automaton out of others ([`Dfa::concat`], [`Dfa::union`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CombineBudget {
+    /// Memory for the automaton while it is built (table, state sets and their index), in bytes.
+    pub size_limit: usize,
+    /// Construction steps left (one step advances one part state over one byte class); each
+    /// construction subtracts what it used, also when it fails.
+    pub steps: u64,
+}
+
+/// One operand of [`Dfa::concat`] / [`Dfa::union`].
+#[derive(Clone, Copy, Debug)]
+pub enum Part<'a> {
+    Dfa(&'a Dfa),
+    /// A literal byte string (no table needed).
+    Lit(&'a [u8]),
+}
+
+/// Part states: a DFA's own states; for a literal, `k + 1` after `k` bytes (`DEAD` = 0).
+impl Part<'_> {
+    #[inline]
+    pub(super) fn start(&self) -> u32 {
+        match self {
+            Part::Dfa(d) => d.start,
+            Part::Lit(_) => 1,
+        }
+    }
+    #[inline]
+    pub(super) fn next(&self, s: u32, b: u8) -> u32 {
+        match self {
+            Part::Dfa(d) => d.next(s, b),
+            Part::Lit(l) => {
+                let k = s as usize - 1;
+                if k < l.len() && l[k] == b {
+                    s + 1
+                } else {
+                    DEAD
+                }
+            }
+        }
+    }
+    #[inline]
+    pub(super) fn is_accept(&self, s: u32) -> bool {
+        match self {
+            Part::Dfa(d) => d.is_accept(s),
+            Part::Lit(l) => s as usize - 1 == l.len(),
+        }
+    }
+    #[inline]
+    pub(super) fn is_live(&self, s: u32) -> bool {
+        match self {
+            Part::Dfa(d) => d.can_continue(s),
+            Part::Lit(l) => (s as usize - 1) < l.len(),
+        }
+    }
+}
+
+/// The state-set entry for "a match has just ended and nothing can follow" (sorts last).
+const SINK: u64 = u64::MAX;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Combine {
+    Concat,
+    Union,
+}
+
+/// Language inclusion between states of one part DFA, memoized: `L(s) ⊆ L(t)` means a set
+/// holding `(i, t)` needs no `(i, s)` (for a concatenation, `L(s)·rest ⊆ L(t)·rest`). Keeping only
+/// maximal states is what makes `X{a,} X{b,}` (e.g. `\w+` pieces split across terminals) linear:
+/// without it, a set holds every count of the second piece reached so far.
+///
+/// Only proven inclusions prune; a check that is too long (or over budget) answers "not
+/// included", which is always safe.
+#[derive(Default)]
+struct Inclusion {
+    /// `(dfa address, s, t)` → proven `L(s) ⊆ L(t)` (false: not proven).
+    memo: FxHashMap<(usize, u32, u32), bool>,
+    /// `(dfa address, s)` → the last `t` with `L(s) ⊆ L(t)` proven.
+    up: FxHashMap<(usize, u32), u32>,
+    visited: rustc_hash::FxHashSet<(u32, u32)>,
+    stack: Vec<(u32, u32)>,
+}
+
+/// Most pair visits one inclusion check may take.
+const MAX_INCLUSION_PAIRS: usize = 1 << 16;
+/// Most memoized inclusion answers kept with all their visited pairs (about 32 bytes each); beyond
+/// it only the answers asked for are kept.
+const MAX_MEMO: usize = 1 << 16;
+/// Most states of one part in a set that are compared pairwise.
+const MAX_PRUNE_GROUP: usize = 16;
+
+impl Inclusion {
+    /// Whether `L(s) ⊆ L(t)` in `d` is proven; charges one step per pair and byte class.
+    fn included(&mut self, d: &Dfa, s: u32, t: u32, steps: &mut u64) -> bool {
+        if s == t {
+            return true;
+        }
+        let key = d as *const Dfa as usize;
+        if let Some(&r) = self.memo.get(&(key, s, t)) {
+            return r;
+        }
+        // Transitivity through the last proven superset of `s`: along a counter, the state
+        // entered last is compared with a maximum that moved by one step since the previous
+        // set, and `L(max - 1) ⊆ L(max)` is already known from one walk along the counter.
+        if let Some(&u) = self.up.get(&(key, s)) {
+            if u != t && self.walk(d, key, u, t, steps) {
+                self.memo.insert((key, s, t), true);
+                self.up.insert((key, s), t);
+                return true;
+            }
+        }
+        let ok = self.walk(d, key, s, t, steps);
+        if ok {
+            self.up.insert((key, s), t);
+        }
+        ok
+    }
+
+    /// The inclusion check proper: explores the pairs reachable from `(s, t)` looking for one
+    /// where the first state accepts or continues and the second does not.
+    fn walk(&mut self, d: &Dfa, key: usize, s: u32, t: u32, steps: &mut u64) -> bool {
+        if s == t {
+            return true;
+        }
+        if let Some(&r) = self.memo.get(&(key, s, t)) {
+            return r;
+        }
+        let stride = d.stride as usize;
+        self.visited.clear();
+        self.stack.clear();
+        self.visited.insert((s, t));
+        self.stack.push((s, t));
+        let mut ok = true;
+        while let Some((p, q)) = self.stack.pop() {
+            if p == q || self.memo.get(&(key, p, q)) == Some(&true) {
+                continue;
+            }
+            let (lp, lq) = (d.live_bytes(p), d.live_bytes(q));
+            if (d.is_accept(p) && !d.is_accept(q))
+                || (0..4).any(|w| lp.0[w] & !lq.0[w] != 0)
+                || self.visited.len() > MAX_INCLUSION_PAIRS
+                || *steps < stride as u64
+            {
+                ok = false;
+                break;
+            }
+            *steps -= stride as u64;
+            for c in 0..stride {
+                let p2 = d.trans[p as usize * stride + c];
+                if p2 == DEAD {
+                    continue;
+                }
+                // Live bytes of q cover those of p, so q2 is not dead here.
+                let q2 = d.trans[q as usize * stride + c];
+                if self.visited.insert((p2, q2)) {
+                    self.stack.push((p2, q2));
+                }
+            }
+        }
+        if ok {
+            // Every pair visited by a successful check is an inclusion too; keep them while the
+            // memo is small (bounded memory: the walks along a long counter are the only thing
+            // they speed up).
+            if self.memo.len() + self.visited.len() <= MAX_MEMO {
+                for &(p, q) in &self.visited {
+                    self.memo.insert((key, p, q), true);
+                }
+            } else {
+                self.memo.insert((key, s, t), true);
+            }
+        } else {
+            self.memo.insert((key, s, t), false);
+        }
+        ok
+    }
+
+    /// Removes from the sorted set `out` the states of a part whose language is included in that
+    /// of another state of the same part in `out` (of two equal ones, the smaller id goes).
+    fn prune(&mut self, parts: &[Part<'_>], out: &mut Vec<u64>, steps: &mut u64) {
+        // Usually every part has one state in the set: nothing to compare.
+        if !out
+            .windows(2)
+            .any(|w| w[0] >> 32 == w[1] >> 32 && w[1] != SINK)
+        {
+            return;
+        }
+        let mut start = 0;
+        let mut keep = vec![true; out.len()];
+        let mut any = false;
+        while start < out.len() {
+            let piece = out[start] >> 32;
+            let mut end = start + 1;
+            while end < out.len() && out[end] != SINK && out[end] >> 32 == piece {
+                end += 1;
+            }
+            let group = end - start;
+            if out[start] != SINK && (2..=MAX_PRUNE_GROUP).contains(&group) {
+                if let Part::Dfa(d) = parts[piece as usize] {
+                    for a in start..end {
+                        for b in start..end {
+                            if a == b || !keep[b] {
+                                continue;
+                            }
+                            let (sa, sb) = (out[a] as u32, out[b] as u32);
+                            if self.included(d, sa, sb, steps)
+                                && (b > a || !self.included(d, sb, sa, steps))
+                            {
+                                keep[a] = false;
+                                any = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            start = end;
+        }
+        if any {
+            let mut k = 0;
+            out.retain(|_| {
+                k += 1;
+                keep[k - 1]
+            });
+        }
+    }
+}
+
+/// The automaton of a concatenation or union of parts, explored as sets of `(part, state)` pairs
+/// (subset construction over the parts' DFAs, which are never re-derived from regex text).
+struct Combiner<'a> {
+    parts: &'a [Part<'a>],
+    mode: Combine,
+}
+
+impl Combiner<'_> {
+    /// Adds `(i, s)` (a live part state just reached) to `out`, with the states it leads to
+    /// without reading a byte (concatenation: the start of the next parts while `s` accepts).
+    /// Accepting states without continuation collapse into [`SINK`] (or vanish when they do not
+    /// end the whole expression), which keeps equal languages in equal sets.
+    fn push(&self, out: &mut Vec<u64>, i: usize, s: u32) {
+        let last = self.mode == Combine::Union || i + 1 == self.parts.len();
+        let p = &self.parts[i];
+        let (accept, live) = (p.is_accept(s), p.is_live(s));
+        if live {
+            out.push(((i as u64) << 32) | s as u64);
+        }
+        if accept {
+            if last {
+                if !live {
+                    out.push(SINK);
+                }
+            } else {
+                let next = self.parts[i + 1].start();
+                if next != DEAD {
+                    self.push(out, i + 1, next);
+                }
+            }
+        }
+    }
+
+    fn is_accept(&self, set: &[u64]) -> bool {
+        let m = self.parts.len() as u64;
+        set.iter().any(|&e| {
+            if e == SINK {
+                return true;
+            }
+            let (i, s) = (e >> 32, e as u32);
+            (self.mode == Combine::Union || i + 1 == m) && self.parts[i as usize].is_accept(s)
+        })
+    }
+
+    fn initial(&self) -> Vec<u64> {
+        let mut out = Vec::new();
+        match self.mode {
+            Combine::Union => {
+                for (i, p) in self.parts.iter().enumerate() {
+                    if p.start() != DEAD {
+                        self.push(&mut out, i, p.start());
+                    }
+                }
+            }
+            Combine::Concat => {
+                if let Some(p) = self.parts.first() {
+                    if p.start() != DEAD {
+                        self.push(&mut out, 0, p.start());
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn step(&self, set: &[u64], b: u8, out: &mut Vec<u64>) {
+        out.clear();
+        for &e in set {
+            if e == SINK {
+                continue;
+            }
+            let (i, s) = ((e >> 32) as usize, e as u32);
+            let t = self.parts[i].next(s, b);
+            if t != DEAD {
+                self.push(out, i, t);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// Byte classes refining every part's classes.
+    fn classes(&self) -> ([u8; 256], Vec<u8>) {
+        part_classes(self.parts)
+    }
+
+    /// Breadth-first exploration of the state sets under `budget`.
+    fn explore(&self, budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        let (classes, reps) = self.classes();
+        let stride = reps.len();
+        let too_big = DfaError::TooBig {
+            limit: budget.size_limit,
+        };
+        // Sets are stored back to back in `arena`; set of state id `k` (from 1) is
+        // `arena[offsets[k - 1]..offsets[k]]`. `index` maps a set's hash to the newest state with
+        // that hash; `chain[k - 1]` is the previous state with the same hash (0 = none).
+        let mut arena: Vec<u64> = Vec::new();
+        let mut offsets: Vec<usize> = vec![0];
+        let mut index: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut chain: Vec<u32> = Vec::new();
+        let mut trans = vec![DEAD; stride];
+        let mut acc = vec![false];
+        let mut memory = 0usize;
+        let start_steps = budget.steps;
+        // Per-state bytes besides its set: table row, accept flag, offset, chain, index entry.
+        let per_state = stride * 4 + 1 + 8 + 4 + 16;
+        let hash = |set: &[u64]| {
+            use std::hash::BuildHasher;
+            rustc_hash::FxBuildHasher.hash_one(set)
+        };
+        let mut inclusion = Inclusion::default();
+        let mut initial = self.initial();
+        inclusion.prune(self.parts, &mut initial, &mut budget.steps);
+        if initial.is_empty() {
+            return Ok(Dfa::empty());
+        }
+        // Interns a set; returns its state id and whether it is new.
+        let mut intern = |set: &[u64],
+                          arena: &mut Vec<u64>,
+                          offsets: &mut Vec<usize>,
+                          trans: &mut Vec<u32>,
+                          acc: &mut Vec<bool>|
+         -> Result<u32, DfaError> {
+            let h = hash(set);
+            let mut id = index.get(&h).copied().unwrap_or(0);
+            while id != 0 {
+                let k = id as usize;
+                if &arena[offsets[k - 1]..offsets[k]] == set {
+                    return Ok(id);
+                }
+                id = chain[k - 1];
+            }
+            memory += per_state + set.len() * 8;
+            if memory > budget.size_limit {
+                return Err(too_big.clone());
+            }
+            let id = offsets.len() as u32;
+            arena.extend_from_slice(set);
+            offsets.push(arena.len());
+            chain.push(index.insert(h, id).unwrap_or(0));
+            trans.extend(std::iter::repeat_n(DEAD, stride));
+            acc.push(self.is_accept(set));
+            Ok(id)
+        };
+        intern(&initial, &mut arena, &mut offsets, &mut trans, &mut acc)?;
+        let mut current: Vec<u64> = Vec::new();
+        let mut next: Vec<u64> = Vec::new();
+        let mut id = 1usize;
+        while id < offsets.len() {
+            current.clear();
+            current.extend_from_slice(&arena[offsets[id - 1]..offsets[id]]);
+            let cost = (current.len() as u64 + 1) * stride as u64;
+            if cost > budget.steps {
+                return Err(DfaError::TooSlow { steps: start_steps });
+            }
+            budget.steps -= cost;
+            for (c, &b) in reps.iter().enumerate() {
+                self.step(&current, b, &mut next);
+                inclusion.prune(self.parts, &mut next, &mut budget.steps);
+                if next.is_empty() {
+                    continue;
+                }
+                let t = intern(&next, &mut arena, &mut offsets, &mut trans, &mut acc)?;
+                trans[id * stride + c] = t;
+            }
+            id += 1;
+        }
+        drop((arena, offsets));
+        Ok(Explored {
+            stride,
+            trans,
+            accept: acc,
+            reps,
+        }
+        .finish(classes))
+    }
+}
+
+/// Byte classes (and one representative byte each) that every part treats alike.
+pub(super) fn part_classes(parts: &[Part<'_>]) -> ([u8; 256], Vec<u8>) {
+    let mut cls = [0u16; 256];
+    let mut lit_bytes = ByteSet::EMPTY;
+    let mut seen: rustc_hash::FxHashSet<*const Dfa> = Default::default();
+    let refine = |cls: &mut [u16; 256], part_class: &dyn Fn(u8) -> u16| {
+        let mut map: FxHashMap<(u16, u16), u16> = FxHashMap::default();
+        for b in 0..=255u8 {
+            let n = map.len() as u16;
+            cls[b as usize] = *map.entry((cls[b as usize], part_class(b))).or_insert(n);
+        }
+    };
+    for p in parts {
+        match p {
+            Part::Dfa(d) => {
+                // Parts often repeat one DFA (a run of the same terminal): refine once.
+                if seen.insert(*d as *const Dfa) {
+                    refine(&mut cls, &|b| d.classes[b as usize] as u16);
+                }
+            }
+            Part::Lit(l) => l.iter().for_each(|&b| lit_bytes.insert(b)),
+        }
+    }
+    if !lit_bytes.is_empty() {
+        refine(&mut cls, &|b| {
+            if lit_bytes.contains(b) {
+                b as u16 + 1
+            } else {
+                0
+            }
+        });
+    }
+    let mut classes = [0u8; 256];
+    let mut reps = Vec::new();
+    for b in 0..=255u8 {
+        let c = cls[b as usize];
+        if c as usize == reps.len() {
+            reps.push(b);
+        }
+        classes[b as usize] = c as u8;
+    }
+    (classes, reps)
+}

@@ -1,0 +1,237 @@
+//! Exploring an automaton from its start state into a flat table, then pruning it to the
+//! co-reachable states with the derived per-state tables (the invariants of [`Dfa`]).
+
+use std::collections::VecDeque;
+use std::hash::Hasher;
+
+use rustc_hash::FxHashMap;
+
+use super::{ByteSet, Dfa, DfaError, DEAD};
+
+/// A DFA explored from its start state, before pruning.
+pub(super) struct Explored {
+    pub(super) stride: usize,
+    /// `trans[s * stride + c]`, with `DEAD` for missing transitions; explored state ids start at 1.
+    pub(super) trans: Vec<u32>,
+    pub(super) accept: Vec<bool>,
+    pub(super) reps: Vec<u8>,
+}
+
+/// Byte classes of a product automaton: bytes with equal `key` (their classes in each factor)
+/// share a class. Returns the classes and one representative byte per class.
+pub(super) fn product_classes(key: impl Fn(u8) -> (u8, u32)) -> ([u8; 256], Vec<u8>) {
+    let mut key_to_class: FxHashMap<(u8, u32), u8> = FxHashMap::default();
+    let mut classes = [0u8; 256];
+    let mut reps = Vec::new();
+    for b in 0..=255u8 {
+        let next = key_to_class.len() as u8;
+        let c = *key_to_class.entry(key(b)).or_insert_with(|| {
+            reps.push(b);
+            next
+        });
+        classes[b as usize] = c;
+    }
+    (classes, reps)
+}
+
+impl Explored {
+    /// Merges byte classes whose transitions agree in every state (a product's classes may
+    /// distinguish bytes that no reachable state does), narrowing the table.
+    pub(super) fn merge_equal_classes(self, classes: [u8; 256]) -> (Explored, [u8; 256]) {
+        let n = self.accept.len();
+        let (trans_in, stride_in) = (&self.trans, self.stride);
+        let column = |c: usize| (0..n).map(move |s| trans_in[s * stride_in + c]);
+        // Columns are compared in full only when their hashes agree: linear in the table.
+        let hash: Vec<u64> = (0..self.stride)
+            .map(|c| {
+                let mut h = rustc_hash::FxHasher::default();
+                column(c).for_each(|t| h.write_u32(t));
+                h.finish()
+            })
+            .collect();
+        let mut kept: Vec<usize> = Vec::new();
+        let mut map = vec![0u8; self.stride];
+        for c in 0..self.stride {
+            match kept
+                .iter()
+                .position(|&k| hash[k] == hash[c] && column(k).eq(column(c)))
+            {
+                Some(i) => map[c] = i as u8,
+                None => {
+                    map[c] = kept.len() as u8;
+                    kept.push(c);
+                }
+            }
+        }
+        if kept.len() == self.stride {
+            return (self, classes);
+        }
+        let stride = kept.len();
+        let mut trans = Vec::with_capacity(n * stride);
+        for s in 0..n {
+            trans.extend(kept.iter().map(|&c| self.trans[s * self.stride + c]));
+        }
+        let reps = kept.iter().map(|&c| self.reps[c]).collect();
+        let classes = classes.map(|c| map[c as usize]);
+        (
+            Explored {
+                stride,
+                trans,
+                accept: self.accept,
+                reps,
+            },
+            classes,
+        )
+    }
+}
+
+pub(super) fn explore<K, N, A>(
+    start: K,
+    reps: &[u8],
+    mut next: N,
+    accept: A,
+    size_limit: usize,
+) -> Result<Explored, DfaError>
+where
+    K: Clone + Eq + std::hash::Hash,
+    N: FnMut(&K, u8) -> Result<Option<K>, DfaError>,
+    A: Fn(&K) -> bool,
+{
+    let stride = reps.len();
+    let mut ids: FxHashMap<K, u32> = FxHashMap::default();
+    let mut keys: Vec<K> = Vec::new();
+    let mut queue = VecDeque::new();
+    // Row 0 is the dead state.
+    let mut trans = vec![DEAD; stride];
+    let mut acc = vec![false];
+    ids.insert(start.clone(), 1);
+    keys.push(start);
+    trans.extend(std::iter::repeat_n(DEAD, stride));
+    acc.push(false);
+    queue.push_back(1u32);
+    while let Some(id) = queue.pop_front() {
+        let key = keys[id as usize - 1].clone();
+        acc[id as usize] = accept(&key);
+        for (c, &b) in reps.iter().enumerate() {
+            let Some(t) = next(&key, b)? else { continue };
+            let tid = match ids.get(&t) {
+                Some(&tid) => tid,
+                None => {
+                    let tid = keys.len() as u32 + 1;
+                    if (tid as usize + 1) * (stride * 4 + 40) > size_limit {
+                        return Err(DfaError::TooBig { limit: size_limit });
+                    }
+                    ids.insert(t.clone(), tid);
+                    keys.push(t);
+                    trans.extend(std::iter::repeat_n(DEAD, stride));
+                    acc.push(false);
+                    queue.push_back(tid);
+                    tid
+                }
+            };
+            trans[id as usize * stride + c] = tid;
+        }
+    }
+    Ok(Explored {
+        stride,
+        trans,
+        accept: acc,
+        reps: reps.to_vec(),
+    })
+}
+
+impl Explored {
+    /// Prunes states that cannot reach acceptance, renumbers densely and fills derived tables.
+    pub(super) fn finish(self, classes: [u8; 256]) -> Dfa {
+        let n = self.accept.len();
+        let stride = self.stride;
+        // Reverse BFS from accepting states gives co-reachability and distance to acceptance.
+        let mut rev_start = vec![0u32; n + 1];
+        for s in 1..n {
+            for c in 0..stride {
+                let t = self.trans[s * stride + c] as usize;
+                if t != 0 {
+                    rev_start[t + 1] += 1;
+                }
+            }
+        }
+        for i in 0..n {
+            rev_start[i + 1] += rev_start[i];
+        }
+        let mut fill = rev_start.clone();
+        let mut rev = vec![0u32; rev_start[n] as usize];
+        for s in 1..n {
+            for c in 0..stride {
+                let t = self.trans[s * stride + c] as usize;
+                if t != 0 {
+                    rev[fill[t] as usize] = s as u32;
+                    fill[t] += 1;
+                }
+            }
+        }
+        let mut dist = vec![u32::MAX; n];
+        let mut queue = VecDeque::new();
+        for (s, d) in dist.iter_mut().enumerate().skip(1) {
+            if self.accept[s] {
+                *d = 0;
+                queue.push_back(s);
+            }
+        }
+        while let Some(t) = queue.pop_front() {
+            for &s in &rev[rev_start[t] as usize..rev_start[t + 1] as usize] {
+                if dist[s as usize] == u32::MAX {
+                    dist[s as usize] = dist[t] + 1;
+                    queue.push_back(s as usize);
+                }
+            }
+        }
+        let mut new_id = vec![DEAD; n];
+        let mut count = 1u32;
+        for s in 1..n {
+            if dist[s] != u32::MAX {
+                new_id[s] = count;
+                count += 1;
+            }
+        }
+        let m = count as usize;
+        let mut trans = vec![DEAD; m * stride];
+        let mut accept = vec![false; m];
+        let mut live_bytes = vec![ByteSet::EMPTY; m];
+        let mut min_to_accept = vec![u32::MAX; m];
+        for s in 1..n {
+            let ns = new_id[s] as usize;
+            if ns == 0 {
+                continue;
+            }
+            accept[ns] = self.accept[s];
+            min_to_accept[ns] = dist[s];
+            for c in 0..stride {
+                trans[ns * stride + c] = new_id[self.trans[s * stride + c] as usize];
+            }
+        }
+        // Live bytes: the union of the byte sets of the classes with a transition.
+        let mut class_bytes = vec![ByteSet::EMPTY; stride];
+        for b in 0..=255u8 {
+            class_bytes[classes[b as usize] as usize].insert(b);
+        }
+        for ns in 1..m {
+            let row = &trans[ns * stride..(ns + 1) * stride];
+            for (set, &t) in class_bytes.iter().zip(row) {
+                if t != DEAD {
+                    live_bytes[ns].union_with(set);
+                }
+            }
+        }
+        debug_assert_eq!(self.reps.len(), stride);
+        Dfa {
+            classes,
+            stride: stride as u32,
+            trans,
+            accept,
+            live_bytes,
+            min_to_accept,
+            start: new_id[1],
+            counter: None,
+        }
+    }
+}
