@@ -1,0 +1,188 @@
+//! Building one Earley set: prediction, scanning, completion (with Leo items) into the scratch
+//! buffers of the new set, reading the finished sets only.
+
+use super::{leo_lookup, Item, LeoEntry, Scratch, SetInfo, LINEAR_DEDUP};
+use crate::error::EngineError;
+use crate::grammar::CompileOptions;
+use crate::lnf::{LSym, Lnf};
+
+/// The state needed while one set is being built: the grammar, the finished sets (read-only) and
+/// the scratch buffers of the new set.
+pub(super) struct Build<'a> {
+    pub(super) lnf: &'a Lnf,
+    pub(super) opts: &'a CompileOptions,
+    pub(super) items: &'a [Item],
+    pub(super) sets: &'a [SetInfo],
+    pub(super) leo: &'a [LeoEntry],
+    pub(super) s: &'a mut Scratch,
+}
+
+impl Build<'_> {
+    /// Moves the dot past a fully matched symbol: item `(pos, start)` in set `here`.
+    #[inline]
+    pub(super) fn advance(&mut self, pos: u32, start: u32, here: u32) {
+        let lnf = self.lnf;
+        match lnf.syms[pos as usize] {
+            LSym::End(lhs) => self.s.completions.push((lhs, start)),
+            LSym::Nt(b) => {
+                if self.add_wait(Item {
+                    pos,
+                    start,
+                    state: 0,
+                }) {
+                    self.predict(b, here);
+                }
+            }
+            _ => {
+                let state = lnf.init_state[pos as usize];
+                self.add_scan(Item { pos, start, state });
+            }
+        }
+    }
+
+    pub(super) fn add_scan(&mut self, it: Item) {
+        let s = &mut self.s;
+        if s.scan.len() < LINEAR_DEDUP {
+            if s.scan.contains(&it) {
+                return;
+            }
+        } else {
+            if s.scan_set.is_empty() {
+                s.scan_set.extend(s.scan.iter().copied());
+            }
+            if !s.scan_set.insert(it) {
+                return;
+            }
+        }
+        s.scan.push(it);
+    }
+
+    pub(super) fn add_wait(&mut self, it: Item) -> bool {
+        let s = &mut self.s;
+        if s.wait.len() < LINEAR_DEDUP {
+            if s.wait.contains(&it) {
+                return false;
+            }
+        } else {
+            if s.wait_set.is_empty() {
+                s.wait_set.extend(s.wait.iter().copied());
+            }
+            if !s.wait_set.insert(it) {
+                return false;
+            }
+        }
+        s.wait.push(it);
+        true
+    }
+
+    /// Predicts `nt` and, transitively, nonterminals at the start of its productions. Predicted
+    /// items start in the set being built, so they cannot collide with scanned or completed items
+    /// (which start earlier) and need no deduplication beyond the per-nonterminal stamp.
+    pub(super) fn predict(&mut self, nt: u32, here: u32) {
+        let lnf = self.lnf;
+        let s = &mut self.s;
+        if s.predicted[nt as usize] == s.stamp {
+            return;
+        }
+        s.predicted[nt as usize] = s.stamp;
+        s.predict_stack.push(nt);
+        while let Some(n) = s.predict_stack.pop() {
+            for &p in lnf.productions(n) {
+                match lnf.syms[p as usize] {
+                    LSym::Nt(c) => {
+                        s.wait.push(Item {
+                            pos: p,
+                            start: here,
+                            state: 0,
+                        });
+                        if s.predicted[c as usize] != s.stamp {
+                            s.predicted[c as usize] = s.stamp;
+                            s.predict_stack.push(c);
+                        }
+                    }
+                    _ => s.scan.push(Item {
+                        pos: p,
+                        start: here,
+                        state: lnf.init_state[p as usize],
+                    }),
+                }
+            }
+        }
+        // The hash sets, if active, must learn about the pushed items.
+        if !s.scan_set.is_empty() {
+            s.scan_set.extend(s.scan.iter().copied());
+        }
+        if !s.wait_set.is_empty() {
+            s.wait_set.extend(s.wait.iter().copied());
+        }
+    }
+
+    /// Processes pending completions in the set `here`; returns whether the start symbol completed
+    /// from origin 0.
+    pub(super) fn run_completions(&mut self, here: u32) -> Result<bool, EngineError> {
+        let mut complete = false;
+        let max_items = self.opts.max_items_per_set;
+        let max_work = self.opts.max_work_per_byte;
+        let mut work = 0usize;
+        while let Some((lhs, origin)) = self.s.completions.pop() {
+            if !self.first_completion(lhs, origin) {
+                continue;
+            }
+            if lhs == 0 && origin == 0 {
+                complete = true;
+            }
+            if let Some(e) = self.leo_lookup(origin, lhs) {
+                self.s.completions.push((e.top_nt, e.top_start));
+                continue;
+            }
+            let set = self.sets[origin as usize];
+            work += (set.end - set.wait) as usize + 1;
+            if work > max_work {
+                return Err(EngineError::Limit {
+                    limit: "max_work_per_byte",
+                    value: max_work,
+                });
+            }
+            for k in set.wait as usize..set.end as usize {
+                let it = self.items[k];
+                if self.lnf.syms[it.pos as usize] == LSym::Nt(lhs) {
+                    self.advance(it.pos + 1, it.start, here);
+                }
+            }
+            if self.s.scan.len() + self.s.wait.len() > max_items {
+                return Err(EngineError::Limit {
+                    limit: "max_items_per_set",
+                    value: max_items,
+                });
+            }
+        }
+        Ok(complete)
+    }
+
+    pub(super) fn first_completion(&mut self, lhs: u32, origin: u32) -> bool {
+        let s = &mut self.s;
+        let key = (lhs, origin);
+        if s.done.len() < LINEAR_DEDUP {
+            if s.done.contains(&key) {
+                return false;
+            }
+            s.done.push(key);
+            true
+        } else {
+            if s.done_set.is_empty() {
+                s.done_set.extend(s.done.iter().copied());
+            }
+            if s.done_set.insert(key) {
+                s.done.push(key);
+                true
+            } else {
+                false
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn leo_lookup(&self, set: u32, nt: u32) -> Option<LeoEntry> {
+        leo_lookup(self.sets, self.leo, set, nt)
+    }
+}
