@@ -37,13 +37,18 @@ pub enum ErrorKind {
 /// One problem in a grammar, located by a span in the source text.
 #[derive(Clone, Debug)]
 pub struct Diagnostic {
+    /// What kind of problem.
     pub kind: ErrorKind,
+    /// What is wrong, in one sentence.
     pub message: String,
+    /// Where in the grammar text.
     pub span: Span,
+    /// How to fix it, when there is a useful suggestion.
     pub hint: Option<String>,
 }
 
 impl Diagnostic {
+    /// A diagnostic without a hint.
     pub fn new(kind: ErrorKind, span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             kind,
@@ -53,6 +58,7 @@ impl Diagnostic {
         }
     }
 
+    /// This diagnostic with a hint.
     pub fn hint(mut self, hint: impl Into<String>) -> Diagnostic {
         self.hint = Some(hint.into());
         self
@@ -63,10 +69,12 @@ impl Diagnostic {
 #[derive(Clone, Debug)]
 pub struct CompileError {
     source: String,
+    /// Every problem found, in source order.
     pub diagnostics: Vec<Diagnostic>,
 }
 
 impl CompileError {
+    /// The error for `diagnostics` (at least one) in `source`.
     pub fn new(source: &str, mut diagnostics: Vec<Diagnostic>) -> CompileError {
         debug_assert!(!diagnostics.is_empty());
         // Spans never point past the text, whatever produced them.
@@ -156,10 +164,20 @@ impl std::error::Error for CompileError {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EngineError {
     /// A resource limit was hit while processing input; the state is unchanged.
-    Limit { limit: &'static str, value: usize },
+    Limit {
+        /// The limit's name (as in `CompileOptions`).
+        limit: &'static str,
+        /// Its value.
+        value: usize,
+    },
     /// A rollback reached beyond the tokens a matcher keeps (its `max_rollback_tokens`); the
     /// state is unchanged.
-    Rollback { requested: usize, available: usize },
+    Rollback {
+        /// Steps asked to undo.
+        requested: usize,
+        /// Steps that can be undone.
+        available: usize,
+    },
 }
 
 impl fmt::Display for EngineError {

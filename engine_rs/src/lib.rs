@@ -1,16 +1,25 @@
 //! structout's engine: KBNF grammars → LNF → byte-level Earley recognizer → token masks.
 //!
-//! Layers, bottom up: [`dfa`] (regex and `except!` automata), [`kbnf`] (parsing), [`lnf`]
-//! (normalization into flat buffers), [`grammar`] (compilation entry point), [`earley`] (the
-//! recognizer), [`vocab`] (token vocabularies and the flat token trie). Python bindings live in `python`, behind the `python` feature.
+//! Layers, bottom up: `options` (compile options, a leaf), `dfa` (regex and `except!`
+//! automata), `kbnf` (parsing), `lnf` (normalization into flat buffers), `grammar` (the
+//! compilation entry point), `earley` (the recognizer), [`vocab`] (token vocabularies and the
+//! flat token trie), `mask` (grammars bound to a vocabulary, matchers, the compiled-grammar
+//! [`cache`] with its disk layer), `persist` (the disk codec). Python bindings live in `python`,
+//! behind the `python` feature.
+//!
+//! The public surface is what this root re-exports plus [`vocab`] and [`cache`]; the layers are
+//! crate-private so they can change without breaking users.
 
-pub mod dfa;
-pub mod earley;
-pub mod error;
-pub mod grammar;
-pub mod kbnf;
-pub mod lnf;
-pub mod mask;
+#![warn(missing_docs)]
+
+mod dfa;
+mod earley;
+mod error;
+mod grammar;
+mod kbnf;
+mod lnf;
+mod mask;
+mod options;
 mod persist;
 pub mod vocab;
 
@@ -20,8 +29,9 @@ mod python;
 pub use dfa::ByteSet;
 pub use earley::{Recognizer, ScanItem};
 pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
-pub use grammar::{CompileOptions, Grammar};
-pub use mask::{CompiledGrammar, MaskCacheStats, Matcher};
+pub use grammar::Grammar;
+pub use mask::{apply_bitmask, cache, CompiledGrammar, Logit, MaskCacheStats, Matcher};
+pub use options::CompileOptions;
 
 /// Grammars shipped with the engine, by name.
 pub fn builtin_grammar(name: &str) -> Option<&'static str> {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use structout_engine::mask::cache;
+use structout_engine::cache;
 use structout_engine::vocab::Vocabulary;
 use structout_engine::{ByteSet, CompileOptions, CompiledGrammar, Grammar, Matcher, Recognizer};
 

@@ -39,7 +39,9 @@ pub use build::{escape_bytes, PATTERN_BYTES_PER_LIMIT};
 pub use combine::{CombineBudget, Part};
 #[cfg(test)]
 pub(crate) use count::test_form;
-pub use count::{CharCount, CountForm, TABLE_SHARE};
+pub use count::CharCount;
+#[cfg(test)]
+pub(crate) use count::CountForm;
 pub use regular::RightLinear;
 
 use combine::part_classes;
@@ -57,27 +59,34 @@ const UNROLL_MIN: u32 = 4;
 pub struct ByteSet(pub [u64; 4]);
 
 impl ByteSet {
+    /// No byte.
     pub const EMPTY: ByteSet = ByteSet([0; 4]);
+    /// Adds a byte.
     #[inline]
     pub fn insert(&mut self, b: u8) {
         self.0[(b >> 6) as usize] |= 1u64 << (b & 63);
     }
+    /// Whether the byte is in the set.
     #[inline]
     pub fn contains(&self, b: u8) -> bool {
         self.0[(b >> 6) as usize] & (1u64 << (b & 63)) != 0
     }
+    /// Adds every byte of `other`.
     #[inline]
     pub fn union_with(&mut self, other: &ByteSet) {
         for i in 0..4 {
             self.0[i] |= other.0[i];
         }
     }
+    /// Whether no byte is in the set.
     pub fn is_empty(&self) -> bool {
         self.0 == [0; 4]
     }
+    /// Number of bytes in the set.
     pub fn len(&self) -> usize {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
+    /// The bytes in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
         (0..=255u8).filter(move |b| self.contains(*b))
     }

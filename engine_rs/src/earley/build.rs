@@ -3,8 +3,8 @@
 
 use super::{leo_lookup, Item, LeoEntry, Scratch, SetInfo, LINEAR_DEDUP};
 use crate::error::EngineError;
-use crate::grammar::CompileOptions;
 use crate::lnf::{LSym, Lnf};
+use crate::options::CompileOptions;
 
 /// The state needed while one set is being built: the grammar, the finished sets (read-only) and
 /// the scratch buffers of the new set.

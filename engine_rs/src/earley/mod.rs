@@ -111,6 +111,7 @@ struct Scratch {
 }
 
 impl Recognizer {
+    /// A recognizer at the start of `grammar` (no bytes read).
     pub fn new(grammar: Arc<Grammar>) -> Recognizer {
         let n = grammar.lnf.nt_count();
         let mut r = Recognizer {
@@ -131,6 +132,7 @@ impl Recognizer {
         r
     }
 
+    /// The grammar this recognizer reads.
     pub fn grammar(&self) -> &Arc<Grammar> {
         &self.grammar
     }
@@ -187,6 +189,7 @@ impl Recognizer {
         (idx >= self.window_start as usize).then_some(idx)
     }
 
+    /// Whether no byte has been read yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -231,6 +234,8 @@ impl Recognizer {
         self.try_feed(bytes).unwrap_or(false)
     }
 
+    /// Reads `bytes`; `Ok(false)` (state unchanged) when they cannot continue a sentence, an
+    /// error (state unchanged) when a limit is hit.
     pub fn try_feed(&mut self, bytes: &[u8]) -> Result<bool, EngineError> {
         let len = self.len();
         // Growing by doubling would copy the buffers repeatedly on long inputs; the reservation is

@@ -1,5 +1,5 @@
 use super::*;
-use crate::grammar::CompileOptions;
+use crate::options::CompileOptions;
 
 fn rec(text: &str) -> Recognizer {
     let g = Grammar::compile(text, &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"));

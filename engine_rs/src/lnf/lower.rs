@@ -6,8 +6,8 @@ use rustc_hash::FxHashMap;
 use super::bnf::{Bnf, ExceptTerm, RegexTerm, Sym};
 use crate::dfa::{escape_bytes, CharCount, Dfa, DfaError, PATTERN_BYTES_PER_LIMIT};
 use crate::error::{Diagnostic, ErrorKind, Span};
-use crate::grammar::CompileOptions;
 use crate::kbnf::ast::{Expr, ExprKind, GrammarAst};
+use crate::options::CompileOptions;
 
 /// Repetition counts up to this are expanded as plain alternatives; larger ones use the
 /// logarithmic-size construction of [`Lowerer::upto`].

@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::bnf::{Bnf, Sym};
 use crate::dfa::{CombineBudget, Dfa, Part, RightLinear};
 use crate::error::{Diagnostic, ErrorKind, Span};
-use crate::grammar::CompileOptions;
+use crate::options::CompileOptions;
 
 /// Productions with more nullable symbols than this are split before nullable elimination, keeping
 /// the expansion linear instead of exponential.

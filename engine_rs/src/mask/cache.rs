@@ -1,5 +1,5 @@
 //! Process-wide caches: token indexes per vocabulary, compiled grammars per (text, options,
-//! vocabulary) in memory and, when the caller names a directory, on disk ([`super::disk`]).
+//! vocabulary) in memory and, when the caller names a directory, on disk (`mask::disk`).
 //! Keys compare the full grammar text, so a hash collision can never return the wrong grammar.
 
 use std::collections::{HashMap, VecDeque};

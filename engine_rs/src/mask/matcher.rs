@@ -36,6 +36,7 @@ pub struct Matcher {
 }
 
 impl Matcher {
+    /// A matcher at the start of `cg` (one per generated sequence).
     pub fn new(cg: Arc<CompiledGrammar>) -> Matcher {
         let rec = Recognizer::new(cg.grammar.clone());
         Matcher {
@@ -57,6 +58,7 @@ impl Matcher {
         self.max_rollback = n;
     }
 
+    /// The rollback bound (None: unbounded).
     pub fn max_rollback_tokens(&self) -> Option<usize> {
         self.max_rollback
     }
@@ -107,10 +109,12 @@ impl Matcher {
         }
     }
 
+    /// The compiled grammar this matcher follows.
     pub fn compiled(&self) -> &Arc<CompiledGrammar> {
         &self.cg
     }
 
+    /// The byte-level recognizer behind this matcher.
     pub fn recognizer(&self) -> &Recognizer {
         &self.rec
     }
@@ -130,6 +134,7 @@ impl Matcher {
         self.dropped + self.token_ends.len()
     }
 
+    /// Back to the start of the grammar.
     pub fn reset(&mut self) {
         self.rec.reset();
         self.token_ends.clear();

@@ -41,8 +41,11 @@ pub struct CompiledGrammar {
 /// [`crate::CompileOptions::mask_cache_bytes`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MaskCacheStats {
+    /// Masks answered from the cache.
     pub hits: u64,
+    /// Masks computed (and then stored when they fit).
     pub misses: u64,
+    /// Masks held.
     pub entries: usize,
     /// Bytes of keys and masks held; never more than `mask_cache_bytes`.
     pub bytes: usize,
@@ -69,6 +72,7 @@ struct SliceTables {
 }
 
 impl CompiledGrammar {
+    /// Binds `grammar` to `vocab` (slice tables are built on first use).
     pub fn new(grammar: Arc<Grammar>, vocab: Arc<Vocabulary>) -> CompiledGrammar {
         let index = cache::token_index(&vocab);
         let tables = (0..grammar.lnf().dfas.len())
@@ -106,10 +110,12 @@ impl CompiledGrammar {
         })
     }
 
+    /// The grammar.
     pub fn grammar(&self) -> &Arc<Grammar> {
         &self.grammar
     }
 
+    /// The vocabulary it is bound to.
     pub fn vocab(&self) -> &Arc<Vocabulary> {
         &self.vocab
     }
@@ -132,6 +138,7 @@ impl CompiledGrammar {
         self.index.words
     }
 
+    /// A new matcher at the start of the grammar.
     pub fn matcher(self: &Arc<Self>) -> Matcher {
         Matcher::new(self.clone())
     }
