@@ -186,7 +186,7 @@ class CompiledGrammar:
     def mask_cache_stats(self) -> dict[str, int]:
         """This grammar's mask cache: ``hits``, ``misses``, ``entries``, ``bytes`` (keys and
         masks held, never more than ``limit``) and ``limit`` (``mask_cache_bytes``)."""
-    def __eq__(self, other: object) -> bool:
+    def __eq__(self, value: object, /) -> bool:
         """Whether both are the same native compiled grammar (the engine's cache returns one
         object per text, options and vocabulary)."""
     def __hash__(self) -> int: ...

@@ -18,9 +18,11 @@ from typing import Any
 
 from ..errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from . import _compile as cp
+from . import _documents as docs
 from ._emit import Emitter, Layout
 from ._ir import MAX_WORK, Node, Unsupported
 from ._pydantic import sound_schema_generator
+from ._recursion import MAX_RECURSION_DEPTH
 
 __all__ = [
     "SchemaApproximationWarning",
@@ -128,13 +130,13 @@ def _adapt_python_schema(node: Any) -> None:
             and node.get("type", "object") == "object"
         ):
             node["additionalProperties"] = False
-        for kw in cp._SCHEMA_MAP_KWS:
+        for kw in docs._SCHEMA_MAP_KWS:
             sub = node.get(kw)
             if isinstance(sub, dict):
                 stack.extend(sub.values())
-        for kw in cp._SCHEMA_KWS:
+        for kw in docs._SCHEMA_KWS:
             stack.append(node.get(kw))
-        for kw in cp._SCHEMA_LIST_KWS:
+        for kw in docs._SCHEMA_LIST_KWS:
             sub = node.get(kw)
             if isinstance(sub, list):
                 stack.extend(sub)
@@ -162,7 +164,7 @@ class SchemaTranslation:
 
     def _order(self, node: Node, value: Any, depth: int) -> Any:
         alg = self._compiler.alg
-        if depth > 200 or not isinstance(value, (dict, list)):
+        if depth > MAX_RECURSION_DEPTH or not isinstance(value, (dict, list)):
             return value
         try:
             alts = alg.alternatives(node)
@@ -173,7 +175,7 @@ class SchemaTranslation:
         if not cands:
             return value
         chosen = next((a for a in cands if _matches_safely(alg, a, value)), cands[0])
-        if kind == "arr":
+        if isinstance(value, list):
             prefix, rest = chosen.args[0], chosen.args[1]
             return [
                 self._order(prefix[i] if i < len(prefix) else rest, v, depth + 1)
@@ -243,7 +245,7 @@ def translate(
         )
     layout = Layout(whitespace, indent, max_whitespace)
     schema, _from_python = json_schema_of(schema_or_type, by_alias=by_alias)
-    reg, base = cp.mapping_registry(schema, registry, max_subschemas)
+    reg, base = docs.mapping_registry(schema, registry, max_subschemas)
 
     def warn(message: str, keyword: str, pointer: str) -> None:
         warnings.warn(
@@ -309,7 +311,7 @@ def translate(
             where = compiler.current
         raise LimitExceededError(
             "schema, pattern or property name nested too deeply to translate (Python "
-            f"recursion limit {RECURSION_LIMIT}) near {cp._short_pointer(where)}; hint: "
+            f"recursion limit {RECURSION_LIMIT}) near {docs._short_pointer(where)}; hint: "
             f"max_schema_depth is {max_schema_depth}; keep it at or below the default "
             f"({DEFAULT_MAX_SCHEMA_DEPTH}) and split deeply nested patterns"
         ) from None

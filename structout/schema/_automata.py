@@ -362,11 +362,11 @@ class DFA:
                 inv[a][row[a]].append(q)
         blocks: list[set[int]] = []
         block_of = [0] * n
-        for members in ([q for q in range(n) if acc[q]], [q for q in range(n) if not acc[q]]):
-            if members:
-                for q in members:
+        for initial in ([q for q in range(n) if acc[q]], [q for q in range(n) if not acc[q]]):
+            if initial:
+                for q in initial:
                     block_of[q] = len(blocks)
-                blocks.append(set(members))
+                blocks.append(set(initial))
         work: set[tuple[int, int]] = {(b, a) for b in range(len(blocks)) for a in range(k)}
         while work:
             b, a = work.pop()
@@ -421,9 +421,6 @@ class DFA:
 
     def is_empty(self) -> bool:
         return not self.live_states()[self.start]
-
-    def is_universal(self) -> bool:
-        return self.complement().is_empty()
 
     def matches(self, text: str) -> bool:
         q = self.start

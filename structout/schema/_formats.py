@@ -25,6 +25,7 @@ from functools import lru_cache
 
 from . import _regex as rx
 from . import _strlang as sl
+from ._recursion import MAX_RECURSION_DEPTH
 
 FORMAT_NOTES: dict[str, str] = {
     "date": "RFC 3339 full-date with month lengths and leap years",
@@ -271,7 +272,7 @@ def regex_format_ok(s: str) -> bool:
         pass
 
     def disjunction(i: int, depth: int) -> int:
-        if depth > 200:
+        if depth > MAX_RECURSION_DEPTH:
             raise Bad
         i = alternative(i, depth)
         while i < n and s[i] == "|":
@@ -389,7 +390,3 @@ def format_formula(name: str) -> sl.Formula | None:
         return None
     node = rx.parse_ecma(src)
     return sl.f_re(rx.search_language(rx.cat(rx.BOL, node, rx.EOL)))
-
-
-def is_known(name: str) -> bool:
-    return name in FORMAT_NOTES or name in UNSUPPORTED_FORMATS

@@ -34,6 +34,7 @@ from typing import Any, Callable
 from ..errors import LimitExceededError
 from . import _numbers as nm
 from . import _strlang as sl
+from ._recursion import MAX_RECURSION_DEPTH
 
 TYPE_KINDS = ("null", "bool", "num", "str", "arr", "obj")
 
@@ -562,7 +563,7 @@ class Algebra:
     # --- matching concrete values (exact semantics of the IR) ---
 
     def matches(self, node: Node, value: Any, depth: int = 0) -> bool:
-        if depth > 200:
+        if depth > MAX_RECURSION_DEPTH:
             raise Unsupported("value nesting too deep to check")
         k = node.kind
         if k == "any":
@@ -692,9 +693,9 @@ def _obj_subsumes(b: Node, a: Node) -> bool:
 def _carries_annotations(n: Node) -> bool:
     """Whether ``n`` may carry evaluation annotations (for unevaluated*) that matter."""
     if n.kind == "obj":
-        return n.args[7] != sl.NOTHING
+        return bool(n.args[7] != sl.NOTHING)
     if n.kind == "arr":
-        return n.args[6] != (0, False, ())
+        return bool(n.args[6] != (0, False, ()))
     if n.kind == "ref":
         return _key_is_ann(n.args[0])
     return False

@@ -173,7 +173,7 @@ def n_matches(f: NumFormula, v: Fraction, written_int: bool = True) -> bool:
     if t in ("intlex", "intplain"):
         return v.denominator == 1 and written_int
     if t == "mult":
-        return (v / f[1]).denominator == 1
+        return bool((v / f[1]).denominator == 1)
     if t == "and":
         return all(n_matches(x, v, written_int) for x in f[1])
     if t == "or":
@@ -479,7 +479,8 @@ def plain_positive(
     """
     ai, af = _dec_parts(a)
     if b is None:
-        bi, bf = None, ""
+        bi: int | None = None
+        bf = ""
     else:
         bi, bf = _dec_parts(b)
     zeros = rx.rep(rx.lit("0"), 1, None)
@@ -488,6 +489,7 @@ def plain_positive(
         if b is None:
             hi: int | None = None
         else:
+            assert bi is not None  # b is not None
             hi = bi if (bf != "" or b_incl) else bi - 1
         if lexical:
             return int_range(lo, hi)
@@ -664,7 +666,7 @@ def mult_dfa(m: Fraction, alpha: am.Alphabet) -> am.DFA:
     minus_atom = alpha.atom_of(ord("-"))
     dot_atom = alpha.atom_of(ord("."))
     # states: 0 start, 1 after '-', dead, int states (r, leading-zero flag), frac states (r, pos)
-    index: dict = {}
+    index: dict[Any, int] = {}
     trans: list[list[int]] = []
     accept: list[bool] = []
 

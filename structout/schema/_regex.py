@@ -700,6 +700,7 @@ def length_range(node: Node) -> tuple[int, int | None]:
         return 0, 0
     if t == "set":
         return 1, 1
+    hi: int | None
     if t == "cat":
         lo, hi = 0, 0
         for x in node[1]:
@@ -710,7 +711,8 @@ def length_range(node: Node) -> tuple[int, int | None]:
     if t == "alt":
         rs = [length_range(x) for x in node[1]]
         lo = min(r[0] for r in rs)
-        hi = None if any(r[1] is None for r in rs) else max(r[1] for r in rs)  # type: ignore
+        highs = [r[1] for r in rs]
+        hi = None if any(h is None for h in highs) else max(h for h in highs if h is not None)
         return lo, hi
     if t == "rep":
         a, b = length_range(node[1])
@@ -718,7 +720,7 @@ def length_range(node: Node) -> tuple[int, int | None]:
         if node[3] is None:
             hi = 0 if b == 0 else None
         else:
-            hi = None if b is None else b * node[3]
+            hi = None if b is None else b * int(node[3])
         return lo, hi
     raise AssertionError(t)
 

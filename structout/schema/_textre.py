@@ -289,12 +289,13 @@ def _factor_seqs(seqs: list[tuple[rx.Node, ...]]) -> rx.Node:
             order.append(head)
         groups[head].append(sq[1:])
     branches = []
-    for head in order:
-        rests = groups[head]  # type: ignore[index]
+    for first in order:
+        assert first is not None  # only heads of non-empty sequences are listed
+        rests = groups[first]
         if len(rests) == 1:
-            branches.append(rx.cat(head, *rests[0]))  # type: ignore[arg-type]
+            branches.append(rx.cat(first, *rests[0]))
         else:
-            branches.append(rx.cat(head, _factor_seqs(rests)))  # type: ignore[arg-type]
+            branches.append(rx.cat(first, _factor_seqs(rests)))
     if empty:
         branches.append(rx.EPS)
     return rx.alt(*branches)

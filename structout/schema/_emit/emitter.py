@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .._compile import depth_error
+from .._documents import depth_error
 from .._ir import Algebra, Node, Unsupported
 from .arrays import ArrayRules
 from .generic import GenericRules
