@@ -118,13 +118,7 @@ impl TokenIndex {
         if depths.len() != dfa.state_count() {
             return out;
         }
-        let mut reps: Vec<u8> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for b in 0..=255u8 {
-            if seen.insert((dfa.byte_class(b), slice.byte_class(b))) {
-                reps.push(b);
-            }
-        }
+        let moves = slice_moves(dfa, slice);
         let mut mark = vec![u32::MAX; dfa.state_count() * nu];
         let mut stack = Vec::new();
         for s in 1..dfa.state_count() as u32 {
@@ -140,11 +134,7 @@ impl TokenIndex {
                     stable = false;
                     break;
                 }
-                for &b in &reps {
-                    let u2 = slice.next(u, b);
-                    if u2 == DEAD {
-                        continue;
-                    }
+                for &(b, u2) in &moves[u as usize] {
                     let t2 = dfa.next(t, b);
                     if t2 == DEAD {
                         stable = false;
@@ -164,6 +154,30 @@ impl TokenIndex {
         }
         out
     }
+}
+
+/// The slice automaton's live moves per state, over representative bytes of the joint byte
+/// classes of `t` and `slice` (bytes no automaton of the pair tells apart): `moves[u]` lists
+/// `(byte, next slice state)`. Most slice states (inside a UTF-8 character) have few live bytes,
+/// so walking the pair visits only those instead of every joint class.
+fn slice_moves(t: &Dfa, slice: &Dfa) -> Vec<Vec<(u8, u32)>> {
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for b in 0..=255u8 {
+        if seen.insert((t.byte_class(b), slice.byte_class(b))) {
+            reps.push(b);
+        }
+    }
+    (0..slice.state_count() as u32)
+        .map(|u| {
+            reps.iter()
+                .filter_map(|&b| {
+                    let u2 = slice.next(u, b);
+                    (u != DEAD && u2 != DEAD).then_some((b, u2))
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn is_slice_prefix(slice: &Dfa, bytes: &[u8]) -> bool {
@@ -202,14 +216,7 @@ pub fn slice_depths(t: &Dfa, slice: &Dfa) -> Vec<u8> {
         return vec![0; nt];
     }
     let nu = slice.state_count();
-    // Representative bytes of the joint byte classes of `t` and `slice`.
-    let mut reps: Vec<u8> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for b in 0..=255u8 {
-        if seen.insert((t.byte_class(b), slice.byte_class(b))) {
-            reps.push(b);
-        }
-    }
+    let moves = slice_moves(t, slice);
     // die[s * nu + u], relaxed to a fixpoint (values only decrease, bounded by the cap). States
     // are numbered in discovery order from the start, so successors mostly have larger ids:
     // sweeping from the last state down settles chains (`x{0,n}`) in one sweep instead of n.
@@ -228,11 +235,7 @@ pub fn slice_depths(t: &Dfa, slice: &Dfa) -> Vec<u8> {
         for s in (1..nt as u32).rev() {
             for u in 1..nu as u32 {
                 let mut best = die[idx(s, u)];
-                for &b in &reps {
-                    let u2 = slice.next(u, b);
-                    if u2 == DEAD {
-                        continue;
-                    }
+                for &(b, u2) in &moves[u as usize] {
                     let s2 = t.next(s, b);
                     let d = if s2 == DEAD {
                         1
