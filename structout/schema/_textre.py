@@ -5,8 +5,8 @@ the JSON string literal's body: every code point becomes the alternation of the 
 allows for it that we accept. Which spellings: the raw character (except ``"``, ``\\`` and
 controls), the short escapes (``\\"``, ``\\\\``, ``\\/``, ``\\b``, ``\\f``, ``\\n``, ``\\r``,
 ``\\t``), ``\\uXXXX`` for controls and for non-ASCII characters when the set's non-ASCII part
-is small (or everything), and surrogate pairs for astral characters when the set contains
-every astral character. Since each code point is encoded independently, the encoded language
+is small (or everything), and surrogate pairs for astral characters when the set's astral part
+is small (or everything). Since each code point is encoded independently, the encoded language
 is exactly the set of accepted spellings of the decoded language. A set that contains every
 code point gets the generic JSON character (every escape, any hex case).
 
@@ -134,13 +134,46 @@ def encode_set(s: cs.Charset, compact: bool = False) -> rx.Node:
             u_parts.append(hex_range(lo, hi))
     if u_parts:
         parts.append(rx.cat(rx.lit("\\u"), rx.alt(*u_parts)))
-    if not compact and cs.is_subset(ASTRAL, s):
+    astral = cs.intersect(s, ASTRAL)
+    if not compact and astral == ASTRAL:
         parts.append(
             rx.cat(
                 rx.lit("\\u"), hex_range(0xD800, 0xDBFF), rx.lit("\\u"), hex_range(0xDC00, 0xDFFF)
             )
         )
+    elif not compact and astral and len(astral) <= MAX_U_INTERVALS:
+        for lo, hi in astral:
+            parts.extend(surrogate_pairs(lo, hi))
     return rx.alt(*parts)
+
+
+def surrogate_pairs(lo: int, hi: int) -> list[rx.Node]:
+    """The ``\\uD8xx\\uDCxx`` spellings (either hex case) of the astral code points in [lo, hi].
+
+    A code point ``c`` is the pair ``(0xD800 + (c - 0x10000) // 0x400, 0xDC00 + (c - 0x10000) %
+    0x400)``; an interval of code points is at most three blocks of pairs: the rest of its first
+    high surrogate, the high surrogates in between with every low one, and the start of its last
+    high surrogate. Exact: every pair decodes to a code point of the interval, and no lone
+    surrogate is accepted.
+    """
+    h_lo, l_lo = divmod(lo - 0x10000, 0x400)
+    h_hi, l_hi = divmod(hi - 0x10000, 0x400)
+    if h_lo == h_hi:
+        blocks = [(h_lo, h_lo, l_lo, l_hi)]
+    else:
+        blocks = [(h_lo, h_lo, l_lo, 0x3FF)]
+        if h_lo + 1 <= h_hi - 1:
+            blocks.append((h_lo + 1, h_hi - 1, 0, 0x3FF))
+        blocks.append((h_hi, h_hi, 0, l_hi))
+    return [
+        rx.cat(
+            rx.lit("\\u"),
+            hex_range(0xD800 + a, 0xD800 + b),
+            rx.lit("\\u"),
+            hex_range(0xDC00 + c, 0xDC00 + d),
+        )
+        for a, b, c, d in blocks
+    ]
 
 
 def encode_json(node: rx.Node, compact: bool = False) -> rx.Node:

@@ -1,0 +1,110 @@
+"""Every JSON spelling of a valid string is accepted, and no spelling of an invalid one (issue 16).
+
+Ground truth is ``json.loads`` (what a spelling decodes to) and ``jsonschema`` (whether that value
+is valid). Spellings are generated independently of the translator: each code point raw, and
+non-ASCII ones also as ``\\uXXXX`` in lower and upper case, astral ones as surrogate pairs; lone
+and mismatched surrogates decode to no valid value of these schemas. (Printable ASCII written as
+``\\u00XX``, which no JSON encoder produces, is outside what the grammar accepts; see
+docs/json_schema.md, Layout.)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from structout._engine import compile_grammar
+from structout.schema import to_kbnf
+
+
+def _unit_spellings(ch: str) -> list[str]:
+    """The JSON spellings of one code point (without quotes)."""
+    cp = ord(ch)
+    out = {json.dumps(ch, ensure_ascii=False)[1:-1]}
+    if cp < 0x80:
+        return sorted(out)
+    if cp <= 0xFFFF:
+        out |= {f"\\u{cp:04x}", f"\\u{cp:04X}"}
+    else:
+        v = cp - 0x10000
+        hi, lo = 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
+        out |= {f"\\u{hi:04x}\\u{lo:04x}", f"\\u{hi:04X}\\u{lo:04X}", f"\\u{hi:04x}\\u{lo:04X}"}
+    return sorted(out)
+
+
+def _spellings(value: str, limit: int = 64) -> list[bytes]:
+    """Up to ``limit`` JSON string literals that decode to ``value``."""
+    per_char = [_unit_spellings(c) for c in value]
+    out = []
+    for combo in itertools.islice(itertools.product(*per_char), limit):
+        text = '"' + "".join(combo) + '"'
+        assert json.loads(text) == value
+        out.append(text.encode("utf-8"))
+    return out
+
+
+def _check(schema: dict[str, Any], values: list[str], others: list[str]) -> None:
+    g = compile_grammar(to_kbnf(schema))
+    for v in values:
+        assert jsonschema.Draft202012Validator(schema).is_valid(v), v
+        for doc in _spellings(v):
+            assert g.accepts(doc), (schema, doc)
+    for v in others:
+        assert not jsonschema.Draft202012Validator(schema).is_valid(v), v
+        for doc in _spellings(v):
+            assert not g.accepts(doc), (schema, doc)
+
+
+@pytest.mark.parametrize(
+    ("schema", "values", "others"),
+    [
+        # The issue's case: what json.dumps writes by default for an emoji.
+        ({"enum": ["é", "😊"]}, ["é", "😊"], ["e", "😋", "😉", "\U0001f60a\U0001f60a"]),
+        ({"const": "a😊b"}, ["a😊b"], ["a😋b", "ab"]),
+        # Astral characters in a pattern's class: ranges inside one high surrogate, across two,
+        # and across many (the first, middle and last blocks of pairs).
+        (
+            {"type": "string", "pattern": "^[😀-😏]+$"},
+            ["😀", "😏😀", "😅"],
+            ["😐", "🙏", "a"],
+        ),
+        (
+            {"type": "string", "pattern": "^[\U0001f3f0-\U0001f410]$"},
+            ["\U0001f3f0", "\U0001f3ff", "\U0001f400", "\U0001f410"],
+            ["\U0001f3ef", "\U0001f411"],
+        ),
+        (
+            {"type": "string", "pattern": "^[\U00010400-\U00011bff]$"},
+            ["\U00010400", "\U000107ff", "\U00010800", "\U00011800", "\U00011bff"],
+            ["\U000103ff", "\U00011c00", "\U0001f600"],
+        ),
+        (
+            {"type": "string", "maxLength": 2, "enum": ["𝄞", "x𝄞"]},
+            ["𝄞", "x𝄞"],
+            ["x", "𝄞𝄞"],
+        ),
+    ],
+)
+def test_every_spelling_of_valid_strings_and_none_of_invalid(
+    schema: dict[str, Any], values: list[str], others: list[str]
+) -> None:
+    _check(schema, values, others)
+
+
+def test_lone_and_mismatched_surrogates_are_refused() -> None:
+    g = compile_grammar(to_kbnf({"enum": ["😊"]}))
+    assert g.accepts(b'"\\ud83d\\ude0a"')
+    for doc in [
+        b'"\\ud83d"',  # lone high surrogate
+        b'"\\ude0a"',  # lone low surrogate
+        b'"\\ude0a\\ud83d"',  # reversed
+        b'"\\ud83d\\ud83d"',  # two high surrogates
+        b'"\\ud83c\\ude0a"',  # another code point (U+1F20A)
+        b'"\\ud83d\\ude0b"',  # a neighbour (U+1F60B)
+        b'"\\ud83d\\ude0a\\ude0a"',  # a pair and a lone low surrogate
+    ]:
+        assert not g.accepts(doc), doc
