@@ -108,3 +108,88 @@ def test_lone_and_mismatched_surrogates_are_refused() -> None:
         b'"\\ud83d\\ude0a\\ude0a"',  # a pair and a lone low surrogate
     ]:
         assert not g.accepts(doc), doc
+
+
+ADDRESS = {
+    "type": "object",
+    "properties": {
+        "street_address": {"type": "string"},
+        "city": {"type": "string"},
+        "state": {"type": "string"},
+    },
+    "required": ["street_address", "city", "state"],
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "document"),
+    [
+        # The issue's case: the $ref's properties first, then the allOf sibling's.
+        (
+            {
+                "definitions": {"address": ADDRESS},
+                "allOf": [
+                    {"$ref": "#/definitions/address"},
+                    {
+                        "properties": {"type": {"enum": ["residential", "business"]}},
+                        "required": ["type"],
+                    },
+                ],
+            },
+            {"street_address": "1 Main St", "city": "X", "state": "Y", "type": "business"},
+        ),
+        # The same parts in the other order.
+        (
+            {
+                "definitions": {"address": ADDRESS},
+                "allOf": [
+                    {"properties": {"type": {"const": "business"}}, "required": ["type"]},
+                    {"$ref": "#/definitions/address"},
+                ],
+            },
+            {"type": "business", "street_address": "1 Main St", "city": "X", "state": "Y"},
+        ),
+        # Sibling keywords of a 2020-12 $ref, in either order.
+        (
+            {
+                "$defs": {"b": {"properties": {"b": {"type": "integer"}}}},
+                "$ref": "#/$defs/b",
+                "properties": {"a": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+            {"b": 2, "a": 1},
+        ),
+        (
+            {
+                "$defs": {"b": {"properties": {"b": {"type": "integer"}}}},
+                "properties": {"a": {"type": "integer"}},
+                "$ref": "#/$defs/b",
+                "required": ["a", "b"],
+            },
+            {"a": 1, "b": 2},
+        ),
+        # allOf before or after the sibling properties.
+        (
+            {
+                "allOf": [{"properties": {"b": {"type": "integer"}}}],
+                "properties": {"a": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+            {"b": 2, "a": 1},
+        ),
+        (
+            {
+                "properties": {"a": {"type": "integer"}},
+                "allOf": [{"properties": {"b": {"type": "integer"}}}],
+                "required": ["a", "b"],
+            },
+            {"a": 1, "b": 2},
+        ),
+    ],
+)
+def test_merged_schemas_list_properties_in_schema_order(
+    schema: dict[str, Any], document: dict[str, Any]
+) -> None:
+    assert jsonschema.Draft202012Validator(schema).is_valid(document)
+    g = compile_grammar(to_kbnf(schema))
+    assert g.accepts(json.dumps(document).encode()), document

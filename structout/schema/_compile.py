@@ -160,7 +160,15 @@ class Compiler:
             for kw in ("disallow", "extends", "divisibleBy"):
                 if kw in s:
                     self.unsupported(f"draft-03 keyword {kw!r}", kw, loc)
-        parts: list[Node] = []
+        # (position in the schema, node): merged objects list properties in the order their
+        # keywords appear in the schema (see Algebra.and_), e.g. a `$ref`'s before the sibling
+        # `properties` that follow it.
+        at = {k: i for i, k in enumerate(s)}
+        parts: list[tuple[int, Node]] = []
+
+        def add(kw: str, node: Node) -> None:
+            parts.append((at.get(kw, len(at)), node))
+
         if "$ref" in s:
             ref = s["$ref"]
             if not isinstance(ref, str):
@@ -169,18 +177,18 @@ class Compiler:
             tnode = self.ref_to(target, ann)
             if draft <= 7:
                 return tnode
-            parts.append(tnode)
+            add("$ref", tnode)
         for kw in ("$dynamicRef", "$recursiveRef"):
             if _active(s, kw, draft):
-                parts.append(self._dynamic_ref(s[kw], kw, loc, ann))
-        parts.append(self._typed(loc, ann))
+                add(kw, self._dynamic_ref(s[kw], kw, loc, ann))
+        add("properties" if "properties" in s else "type", self._typed(loc, ann))
         if "enum" in s:
             vals = s["enum"]
             if not isinstance(vals, list):
                 raise self.bad("enum must be an array", loc, "enum")
-            parts.append(alg.or_(*(self.literal(v) for v in vals)))
+            add("enum", alg.or_(*(self.literal(v) for v in vals)))
         if _active(s, "const", draft):
-            parts.append(self.literal(s["const"]))
+            add("const", self.literal(s["const"]))
         for kw in ("allOf", "anyOf", "oneOf"):
             if kw in s:
                 subs = s[kw]
@@ -188,15 +196,15 @@ class Compiler:
                     raise self.bad(f"{kw} must be a non-empty array", loc, kw)
                 nodes = [self.sub(loc, kw, i, ann=ann) for i in range(len(subs))]
                 if kw == "allOf":
-                    parts.append(alg.and_all(nodes))
+                    add(kw, alg.and_all(nodes))
                 elif kw == "anyOf":
-                    parts.append(self._any_of(nodes, ann, loc))
+                    add(kw, self._any_of(nodes, ann, loc))
                 else:
-                    parts.append(self._one_of(nodes, loc))
+                    add(kw, self._one_of(nodes, loc))
         if "not" in s:
             inner = self.sub(loc, "not")
             try:
-                parts.append(alg.not_(inner))
+                add("not", alg.not_(inner))
             except Unsupported as e:
                 self.unsupported(e.message, "not", loc)
         if _active(s, "if", draft) and ("then" in s or "else" in s or ann):
@@ -208,7 +216,7 @@ class Compiler:
             except Unsupported as e:
                 self.unsupported(e.message, "if", loc)
                 not_i = alg.ANY
-            parts.append(alg.or_(alg.and_(i_node, t_node), alg.and_(not_i, e_node)))
+            add("if", alg.or_(alg.and_(i_node, t_node), alg.and_(not_i, e_node)))
         dep_schemas: dict[str, tuple[str, ...]] = {}
         if _active(s, "dependentSchemas", draft):
             ds = s["dependentSchemas"]
@@ -224,8 +232,9 @@ class Compiler:
             dnode = self.sub(loc, *path, ann=ann)
             absent = alg.obj(props=[(k, alg.NEVER)])
             present = alg.and_(alg.obj(required=[k]), dnode)
-            parts.append(self.only_objects(alg.or_(absent, present)))
-        return alg.and_all(parts)
+            add(path[0], self.only_objects(alg.or_(absent, present)))
+        parts.sort(key=lambda p: p[0])  # stable: equal positions keep their order
+        return alg.and_all(node for _, node in parts)
 
     def _dynamic_ref(self, ref: Any, kw: str, loc: Location, ann: bool) -> Node:
         if not isinstance(ref, str):

@@ -358,6 +358,10 @@ class Algebra:
             return b
         if b.kind == "any":
             return a
+        # The memo key is canonical (the intersection is commutative), but the result is built
+        # in argument order: a merged object lists `first`'s properties before `second`'s, so
+        # callers that pass subschemas in the order they appear in the schema get that order.
+        first, second = a, b
         if a.uid > b.uid:
             a, b = b, a
         key = (a, b)
@@ -366,10 +370,10 @@ class Algebra:
             return got
         self._spend(1)
         if a.kind == "ref" or b.kind == "ref":
-            res = self.ref(("and", a, b))
+            res = self.ref(("and", first, second))
         elif a.kind == "union" or b.kind == "union":
-            xs = self._expand(a)
-            ys = self._expand(b)
+            xs = self._expand(first)
+            ys = self._expand(second)
             # only alternatives of the same kind (or refs) can intersect
             pairs = [
                 (x, y)
@@ -381,7 +385,7 @@ class Algebra:
                 raise LimitExceededError("schema too complex: intersection of large unions")
             res = self.or_(*(self.and_(x, y) for x, y in pairs))
         else:
-            res = self._and_atoms(a, b)
+            res = self._and_atoms(first, second)
         self._and_memo[key] = res
         return res
 
