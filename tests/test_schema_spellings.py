@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from fractions import Fraction
 from typing import Any
 
 import jsonschema
@@ -193,3 +194,25 @@ def test_merged_schemas_list_properties_in_schema_order(
     assert jsonschema.Draft202012Validator(schema).is_valid(document)
     g = compile_grammar(to_kbnf(schema))
     assert g.accepts(json.dumps(document).encode()), document
+
+
+@pytest.mark.parametrize("factor", [10, 4000, 10000, 7 * 10**6, 10**30, 120000, 250])
+@pytest.mark.parametrize("kind", ["integer", "number"])
+def test_multiple_of_large_factors_with_trailing_zeros_is_exact(factor: int, kind: str) -> None:
+    """``c * 10**t`` factors (c up to 2000) compile; on plain integers (positive, negative, at,
+    around and far from the multiples) the grammar agrees with jsonschema exactly, and it never
+    accepts a spelling with a fraction whose decimal value is not a multiple."""
+    schema = {"type": kind, "multipleOf": factor}
+    g = compile_grammar(to_kbnf(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    candidates = {0, 1, factor // 10, factor // 2}
+    for j in range(1, 12):
+        candidates |= {j * factor, j * factor + 1, j * factor - 1, j * factor + factor // 10}
+    candidates |= {10**n for n in range(40)} | {7 * 10**n for n in range(40)}
+    for v in sorted(candidates):
+        for text in (str(v), f"-{v}"):
+            assert g.accepts(text.encode()) == validator.is_valid(json.loads(text)), text
+        for text in (f"{v}.0", f"{v}.000", f"{v}.5"):
+            if g.accepts(text.encode()):
+                # exact decimal arithmetic: json.loads would round 7e22 to a float
+                assert Fraction(text) % factor == 0, text

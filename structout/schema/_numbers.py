@@ -657,10 +657,28 @@ def number_alphabet(extra: list[rx.Node]) -> am.Alphabet:
 
 
 def mult_dfa(m: Fraction, alpha: am.Alphabet) -> am.DFA:
-    """PLAIN numerals whose value is a multiple of m."""
+    """PLAIN numerals whose value is a multiple of m.
+
+    m = c / 10**k. An integer m = c * 10**t (c not a multiple of 10) is tracked as the remainder
+    mod c of the digits before the last (at most t) trailing zeros plus the number of those zeros:
+    x is a multiple of c * 10**t exactly when it ends with t zeros and the digits before them are
+    a multiple of c. That keeps 10**30 or 7 * 10**6 to c * (t + 1) states where the remainder of
+    x mod m would need m.
+    """
     c, k = _mult_parts(m)
-    if c > 2000 or k > 30:
+    t = 0
+    while k == 0 and c % 10 == 0:
+        c //= 10
+        t += 1
+    if c > 2000 or k > 30 or t > 30:
         raise am.AutomatonTooLarge("multipleOf too fine-grained")
+
+    def int_step(r: int, z: int, d: int) -> tuple[str, int, int]:
+        if d == 0:
+            # a trailing zero; beyond t of them, the oldest joins the digits before them
+            return ("int", r, z + 1) if z < t else ("int", (r * 10) % c, z)
+        return ("int", (r * 10 ** (z + 1) + d) % c, 0)
+
     natoms = len(alpha.atoms)
     digit_atom = [alpha.atom_of(0x30 + d) for d in range(10)]
     minus_atom = alpha.atom_of(ord("-"))
@@ -693,14 +711,18 @@ def mult_dfa(m: Fraction, alpha: am.Alphabet) -> am.DFA:
                 row[minus_atom] = st("minus")
             row[digit_atom[0]] = st(("zero",))
             for d in range(1, 10):
-                row[digit_atom[d]] = st(("int", d % c))
+                row[digit_atom[d]] = st(int_step(0, 0, d))
         elif key[0] in ("zero", "int"):
-            r = 0 if key[0] == "zero" else key[1]
-            accept[q] = (r * 10**k) % c == 0
+            r, z = (0, t) if key[0] == "zero" else (key[1], key[2])
+            accept[q] = z == t and (r * 10**k) % c == 0
             if key[0] == "int":
                 for d in range(10):
-                    row[digit_atom[d]] = st(("int", (r * 10 + d) % c))
-            row[dot_atom] = st(("dot", r, 0))
+                    row[digit_atom[d]] = st(int_step(r, z, d))
+            # with t > 0 (so k == 0) only zeros follow the dot: the value is the integer's
+            row[dot_atom] = st(("dot", r, 0) if t == 0 else ("dotz", accept[q]))
+        elif key[0] in ("dotz", "fracz"):
+            accept[q] = key[0] == "fracz" and key[1]
+            row[digit_atom[0]] = st(("fracz", key[1]))
         elif key[0] == "dot":
             _, r, pos = key
             for d in range(10):
