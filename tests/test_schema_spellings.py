@@ -83,6 +83,12 @@ def _check(schema: dict[str, Any], values: list[str], others: list[str]) -> None
             ["\U00010400", "\U000107ff", "\U00010800", "\U00011800", "\U00011bff"],
             ["\U000103ff", "\U00011c00", "\U0001f600"],
         ),
+        # The whitespace case: `\s` has 8 non-ASCII ranges.
+        (
+            {"type": "string", "pattern": "^\\s$"},
+            [" ", "\t", "\u00a0", "\u2000", "\u200a", "\u3000"],
+            ["a", "\u00a1", "\u200b", "  "],
+        ),
         (
             {"type": "string", "maxLength": 2, "enum": ["𝄞", "x𝄞"]},
             ["𝄞", "x𝄞"],

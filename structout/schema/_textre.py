@@ -45,7 +45,7 @@ RAW_OK: cs.Charset = cs.difference(
 ASTRAL: cs.Charset = ((0x10000, cs.MAX_CP),)
 U_DOMAIN: cs.Charset = cs.difference(cs.union(((0, 0x1F),), ((0x7F, 0xFFFF),)), cs.SURROGATES)
 NON_ASCII_BMP: cs.Charset = cs.difference(((0x80, 0xFFFF),), cs.SURROGATES)
-MAX_U_INTERVALS = 6
+MAX_U_INTERVALS = 16
 
 
 def hex_range(lo: int, hi: int, width: int = 4) -> rx.Node:
