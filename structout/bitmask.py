@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from structout import _engine
+
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
@@ -59,8 +61,6 @@ def _mask_numpy(logits: npt.NDArray[Any], words: npt.NDArray[np.int32]) -> None:
     released); other dtypes and layouts by numpy: ``np.unpackbits`` on little-endian int32 words
     puts bit ``i`` of word ``j`` at ``32 j + i`` (big-endian hosts byte-swap the words first).
     """
-    from structout import _engine
-
     words = np.ascontiguousarray(words[: logits.shape[0]])
     if logits.flags.writeable and _engine.apply_token_bitmask_inplace(logits, words):
         return

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from structout.targets import Target
     from structout.vocab import Vocabulary
 
-__all__ = ["compile_target", "schema_kbnf"]
+__all__ = ["compile_target", "schema_grammar", "schema_kbnf"]
 
 
 def schema_kbnf(
@@ -42,6 +42,23 @@ def schema_kbnf(
     cache = cache if cache is not None else get_default_cache()
     text, _ = cache.kbnf_for_schema(schema, lambda s: run(s, **options), options or None)
     return text
+
+
+def schema_grammar(
+    schema: Any,
+    translator_options: Mapping[str, Any],
+    vocab: Vocabulary | Any,
+    engine_limits: Mapping[str, Any],
+    cache: CompileCache | None = None,
+) -> CompiledGrammar:
+    """The compiled grammar of a JSON Schema (dict or bool) for ``vocab``: translated through
+    :func:`schema_kbnf`, compiled through ``cache`` (default: the process-wide cache)."""
+    from structout.cache import get_default_cache
+
+    cache = cache if cache is not None else get_default_cache()
+    return cache.compiled_grammar(
+        schema_kbnf(schema, translator_options, cache), vocab, engine_limits
+    )
 
 
 def compile_target(

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from structout import _engine
 from structout.bitmask import allocate_token_bitmask, apply_token_bitmask_, as_numpy_bitmask
-from structout.cache import get_default_cache
-from structout.compiling import schema_kbnf
+from structout.compiling import schema_grammar
 from structout.limits import split_options
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,8 +96,7 @@ def compile_json_schema(
         raise TypeError(f"schema must be a dict, bool or JSON text, not {type(schema).__name__}")
     document, _ = json_schema_of(schema)  # parses JSON text; too deep → LimitExceededError
     translator_options, limits = split_options(options)
-    cache = get_default_cache()
-    return cache.compiled_grammar(schema_kbnf(document, translator_options, cache), vocab, limits)
+    return schema_grammar(document, translator_options, vocab, limits)
 
 
 def compile_type(tp: Any, vocab: AnyVocabulary, **options: Any) -> CompiledGrammar:
@@ -112,5 +110,4 @@ def compile_type(tp: Any, vocab: AnyVocabulary, **options: Any) -> CompiledGramm
     translator_options, limits = split_options(options)
     by_alias = translator_options.pop("by_alias", True)
     document, _ = json_schema_of(tp, by_alias=by_alias)
-    cache = get_default_cache()
-    return cache.compiled_grammar(schema_kbnf(document, translator_options, cache), vocab, limits)
+    return schema_grammar(document, translator_options, vocab, limits)

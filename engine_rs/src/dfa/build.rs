@@ -94,11 +94,11 @@ impl Dfa {
             return None;
         };
         // Unbounded repetitions, and bounded ones long enough to be worth unrolling.
-        let unbounded = |h: &Hir| matches!(h.kind(), HirKind::Repetition(r) if r.max.is_none_or(|n| n >= UNROLL_MIN));
+        let splits = |h: &Hir| matches!(h.kind(), HirKind::Repetition(r) if r.max.is_none_or(|n| n >= UNROLL_MIN));
         let mut segments: Vec<&[Hir]> = Vec::new();
         let mut start = 0;
         for (i, item) in items.iter().enumerate() {
-            if unbounded(item) {
+            if splits(item) {
                 if start < i {
                     segments.push(&items[start..i]);
                 }

@@ -73,28 +73,10 @@ pub(super) fn bounded(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::strings;
     use super::*;
 
     const LIMIT: usize = 32 << 20;
-
-    /// All byte strings over `alphabet` up to `len` bytes.
-    fn strings(alphabet: &[u8], len: usize) -> Vec<Vec<u8>> {
-        let mut out = vec![Vec::new()];
-        let mut layer = vec![Vec::new()];
-        for _ in 0..len {
-            let mut next = Vec::new();
-            for s in &layer {
-                for &b in alphabet {
-                    let mut t = s.clone();
-                    t.push(b);
-                    next.push(t);
-                }
-            }
-            out.extend(next.iter().cloned());
-            layer = next;
-        }
-        out
-    }
 
     /// The unrolled automaton and regex-automata's agree on every short string.
     #[test]

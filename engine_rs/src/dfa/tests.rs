@@ -73,7 +73,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 /// Strings over `alphabet` of length at most `max_len`.
-fn strings(alphabet: &[u8], max_len: usize) -> Vec<Vec<u8>> {
+pub(super) fn strings(alphabet: &[u8], max_len: usize) -> Vec<Vec<u8>> {
     let mut out = vec![Vec::new()];
     let mut layer = vec![Vec::new()];
     for _ in 0..max_len {

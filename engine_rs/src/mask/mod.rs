@@ -104,8 +104,7 @@ impl CompiledGrammar {
                     stable: Vec::new(),
                 };
             }
-            let depths = self.index.slice_depths(dfa);
-            let stable = self.index.slice_stable(dfa, &depths);
+            let (depths, stable) = self.index.slice_tables(dfa);
             SliceTables { depths, stable }
         })
     }

@@ -104,6 +104,15 @@ impl TokenIndex {
         slice_depths(dfa, &self.slice_dfa)
     }
 
+    /// The slice depths and slice-stable states of a terminal DFA (see
+    /// [`TokenIndex::slice_stable`]), walking the pair's live moves computed once for both.
+    pub fn slice_tables(&self, dfa: &Dfa) -> (Vec<u8>, Vec<bool>) {
+        let moves = slice_moves(dfa, &self.slice_dfa);
+        let depths = depths_with(dfa, &self.slice_dfa, &moves);
+        let stable = self.slice_stable(dfa, &depths, &moves);
+        (depths, stable)
+    }
+
     /// Per state of `dfa`: whether reading any word of `L` from the state never kills it and
     /// ends in the same state (e.g. the body loop of a JSON string).
     ///
@@ -111,14 +120,13 @@ impl TokenIndex {
     /// token `w u` (`w` its longest prefix in `L`) is allowed exactly when `u` is: after `w` the
     /// parse is the same as before it, up to relabelled positions. The mask is then the slice
     /// buckets plus a walk of the (much smaller) suffix trie.
-    pub fn slice_stable(&self, dfa: &Dfa, depths: &[u8]) -> Vec<bool> {
+    fn slice_stable(&self, dfa: &Dfa, depths: &[u8], moves: &[Vec<(u8, u32)>]) -> Vec<bool> {
         let slice = &self.slice_dfa;
         let nu = slice.state_count();
         let mut out = vec![false; dfa.state_count()];
         if depths.len() != dfa.state_count() {
             return out;
         }
-        let moves = slice_moves(dfa, slice);
         let mut mark = vec![u32::MAX; dfa.state_count() * nu];
         let mut stack = Vec::new();
         for s in 1..dfa.state_count() as u32 {
@@ -211,12 +219,16 @@ fn longest_slice_prefix(slice: &Dfa, bytes: &[u8]) -> usize {
 /// a word of `slice`'s language and `t` dies reading `w` from `s`, capped at [`DEPTH_CAP`]
 /// (state 0, dead, gets 0).
 pub fn slice_depths(t: &Dfa, slice: &Dfa) -> Vec<u8> {
+    depths_with(t, slice, &slice_moves(t, slice))
+}
+
+/// [`slice_depths`] with the pair's live moves (see [`slice_moves`]) already computed.
+fn depths_with(t: &Dfa, slice: &Dfa, moves: &[Vec<(u8, u32)>]) -> Vec<u8> {
     let nt = t.state_count();
     if nt > MAX_STATES_FOR_DEPTHS {
         return vec![0; nt];
     }
     let nu = slice.state_count();
-    let moves = slice_moves(t, slice);
     // die[s * nu + u], relaxed to a fixpoint (values only decrease, bounded by the cap). States
     // are numbered in discovery order from the start, so successors mostly have larger ids:
     // sweeping from the last state down settles chains (`x{0,n}`) in one sweep instead of n.
