@@ -189,6 +189,7 @@ class Compiler:
             add("enum", alg.or_(*(self.literal(v) for v in vals)))
         if _active(s, "const", draft):
             add("const", self.literal(s["const"]))
+        one_of: list[Node] | None = None
         for kw in ("allOf", "anyOf", "oneOf"):
             if kw in s:
                 subs = s[kw]
@@ -200,7 +201,7 @@ class Compiler:
                 elif kw == "anyOf":
                     add(kw, self._any_of(nodes, ann, loc))
                 else:
-                    add(kw, self._one_of(nodes, loc))
+                    one_of = nodes
         if "not" in s:
             inner = self.sub(loc, "not")
             try:
@@ -233,6 +234,11 @@ class Compiler:
             absent = alg.obj(props=[(k, alg.NEVER)])
             present = alg.and_(alg.obj(required=[k]), dnode)
             add(path[0], self.only_objects(alg.or_(absent, present)))
+        if one_of is not None:
+            # Decided last, against its siblings: exactly one of B1..Bn holds among the
+            # documents that satisfy the rest S, so the branches are S∧Bi (a discriminator
+            # that S requires then separates branches that only constrain its value).
+            return self._one_of(one_of, loc, parts, at["oneOf"])
         parts.sort(key=lambda p: p[0])  # stable: equal positions keep their order
         return alg.and_all(node for _, node in parts)
 
@@ -302,8 +308,27 @@ class Compiler:
                 out.append(alg.and_all(combo))
         return alg.or_(*out)
 
-    def _one_of(self, nodes: list[Node], loc: Location) -> Node:
+    def _one_of(
+        self,
+        branches_only: list[Node],
+        loc: Location,
+        siblings: list[tuple[int, Node]],
+        position: int,
+    ) -> Node:
+        """``oneOf`` conjoined with its sibling keywords ``siblings`` (``(position, node)``).
+
+        Branch i is ``S ∧ Bi`` (S: the siblings, merged in keyword order so that property order
+        still follows the schema), minus every other branch it overlaps. Subtracting the bare
+        ``Bj`` is the same as subtracting ``S ∧ Bj`` inside ``S ∧ Bi`` and keeps the complement
+        small.
+        """
         alg = self.alg
+
+        def in_context(b: Node) -> Node:
+            ordered = sorted([*siblings, (position, b)], key=lambda p: p[0])
+            return alg.and_all(node for _, node in ordered)
+
+        nodes = [in_context(b) for b in branches_only]
         if len(nodes) == 1:
             return nodes[0]
         n = len(nodes)
@@ -322,7 +347,7 @@ class Compiler:
                 b = nodes[i]
                 for j in range(n):
                     if j != i and overlap[i][j]:
-                        b = alg.and_(b, alg.not_(nodes[j]))
+                        b = alg.and_(b, alg.not_(branches_only[j]))
                 branches.append(b)
             res = alg.or_(*branches)
             self._force(res)
@@ -346,14 +371,15 @@ class Compiler:
                     if j == i or not overlap[i][j]:
                         continue
                     try:
-                        cand = alg.and_(b, alg.not_(nodes[j]))
+                        cand = alg.and_(b, alg.not_(branches_only[j]))
                         self._force(cand)
                         b = cand
                     except LimitExceededError as e:
                         if _is_depth_error(e):
                             raise
-                        b = alg.and_(b, self._exclusion(nodes[j], nodes[i]))
-                        subset = True
+                        excl, exact = self._exclusion(branches_only[j], nodes[i])
+                        b = alg.and_(b, excl)
+                        subset = subset or not exact
                 branches.append(b)
             res = alg.or_(*branches)
             self._force(res)
@@ -384,28 +410,41 @@ class Compiler:
             if "infinite recursion" not in e.message:
                 raise
 
-    def _exclusion(self, other: Node, this: Node) -> Node:
-        """A subset of ``not other`` that is small: objects miss a key ``other`` requires."""
+    def _exclusion(self, other: Node, this: Node) -> tuple[Node, bool]:
+        """A small subset of ``not other``, and whether it loses nothing inside ``this``.
+
+        Alternatives of ``other`` that no document of ``this`` matches need no exclusion;
+        non-objects are complemented exactly; an object alternative is excluded by lacking a
+        key it requires (exact when ``this`` never has that key) or, failing that, by carrying
+        a property whose values in ``this`` it never accepts (a subset).
+        """
         alg = self.alg
         mine = [a for a in alg.alternatives(this) if a.kind == "obj"]
         always = set.intersection(*(set(a.args[1]) for a in mine)) if mine else set()
         parts = []
+        exact = True
         non_obj = [alg.type_atom(t) for t in _ir.TYPE_KINDS if t != "obj"]
         for a in alg.alternatives(other):
+            if self.is_empty(alg.and_(this, a)):
+                continue
             if a.kind != "obj":
                 parts.append(alg.not_(a))
                 continue
             keys = [k for k in a.args[1] if k not in always]
             if keys:
-                parts.append(alg.or_(*non_obj, alg.obj(props=[(keys[0], alg.NEVER)])))
+                absent = [k for k in keys if self.is_empty(alg.and_(this, alg.obj(required=[k])))]
+                exact = exact and bool(absent)
+                key = (absent or keys)[0]
+                parts.append(alg.or_(*non_obj, alg.obj(props=[(key, alg.NEVER)])))
                 continue
             # else: a property whose values in this branch never satisfy the other branch;
             # requiring it to be present excludes the other branch
-            key = self._disjoint_key(a, mine)
-            if key is None:
+            found = self._disjoint_key(a, mine)
+            if found is None:
                 raise Unsupported("no property tells the branches apart", "oneOf")
-            parts.append(alg.or_(*non_obj, alg.obj(required=[key])))
-        return alg.and_all(parts)
+            exact = False
+            parts.append(alg.or_(*non_obj, alg.obj(required=[found])))
+        return alg.and_all(parts), exact
 
     def _disjoint_key(self, other: Node, mine: list[Node]) -> str | None:
         alg = self.alg
