@@ -117,6 +117,56 @@ def test_lone_and_mismatched_surrogates_are_refused() -> None:
         assert not g.accepts(doc), doc
 
 
+@pytest.mark.parametrize(
+    ("schema", "keys", "other_keys"),
+    [
+        # ASCII names: every other key, in every spelling, is an additional property.
+        (
+            {
+                "type": "object",
+                "properties": {"known": {"type": "integer"}},
+                "additionalProperties": {"type": "integer"},
+            },
+            ["é", "😀", "aé", "known2", "kno", "\u4e2d"],
+            ["known"],
+        ),
+        # A non-ASCII name never comes back spelled with escapes as an additional key.
+        (
+            {
+                "type": "object",
+                "properties": {"é": {"type": "string"}, "😀": {"type": "string"}},
+                "additionalProperties": {"type": "integer"},
+            },
+            ["a", "ab"],
+            ["é", "😀"],
+        ),
+    ],
+)
+def test_additional_keys_in_every_spelling(
+    schema: dict[str, Any], keys: list[str], other_keys: list[str]
+) -> None:
+    # The case: `{"known": 0, "\u00e9": 1}` and `{"\uD83D\uDE00": 1}`. Values are
+    # integers: valid for additional keys, invalid for the named ones (strings or "known" is
+    # checked separately: its value 1 is valid, but as a second "known" it is a duplicate).
+    g = compile_grammar(to_kbnf(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    for key in keys:
+        assert validator.is_valid({key: 1})
+        for spelled in _spellings(key):
+            assert g.accepts(b"{" + spelled + b": 1}"), spelled
+    for key in other_keys:
+        for spelled in _spellings(key):
+            doc = b"{" + spelled + b": 1}"
+            if not validator.is_valid({key: 1}):
+                assert not g.accepts(doc), doc
+            elif spelled != json.dumps(key, ensure_ascii=False).encode():
+                # A named key is written raw (Layout); its escaped spellings are not accepted,
+                # in particular never as an additional key.
+                assert not g.accepts(doc), doc
+    for doc in [b'{"\\ud83d": 1}', b'{"\\ude00": 1}', b'{"\\ude00\\ud83d": 1}']:
+        assert not g.accepts(doc), doc
+
+
 ADDRESS = {
     "type": "object",
     "properties": {

@@ -533,13 +533,18 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
                 parts.append(rx.cat(rx.lit(k), stop(sub)))
         return rx.alt(*parts)
 
-    anything = rx.rep(rx.ANYCHAR, 0, None)
-    out = rx.alt(rx.cat(leave(trie), anything), stop(trie))
-    if plain_words:
-        out = rx.alt(out, rx.cat(anything, rx.cset(cs.complement(plain)), anything))
-    elif ascii_exits and all_ascii:
-        out = rx.alt(out, rx.cat(anything, rx.cset(cs.complement(ASCII)), anything))
-    return out
+    def on_path(t: dict[str, Any]) -> rx.Node:
+        return rx.alt(rx.EPS, *(rx.cat(rx.lit(k), on_path(sub)) for k, sub in t.items() if k))
+
+    exits = leave(trie)
+    if plain_words or (ascii_exits and all_ascii):
+        # Strings with a character the exits leave out: up to the first such character they
+        # either left the trie already or are still on it. The second kind walks the trie in
+        # step with the exits (so the automaton stays the trie's size plus one copy of that
+        # character's spellings) and shares their tail.
+        other = cs.complement(plain) if plain_words else cs.complement(ASCII)
+        exits = rx.alt(exits, rx.cat(on_path(trie), rx.cset(other)))
+    return rx.alt(rx.cat(exits, rx.rep(rx.ANYCHAR, 0, None)), stop(trie))
 
 
 def realize(

@@ -107,11 +107,13 @@ GENERIC_CHAR: rx.Node = rx.alt(
 def encode_set(s: cs.Charset, compact: bool = False) -> rx.Node:
     """Accepted JSON spellings of one code point from ``s``.
 
-    ``compact``: only the raw character, the short escapes and ``\\uXXXX`` for controls (every
-    character keeps at least one spelling; used for object keys outside the named ones, where
-    the full set of spellings would make large regexes).
+    Every character keeps all its spellings where ``s`` holds every character (the generic
+    character, smallest as a regex). ``compact`` (object keys outside the named ones, where
+    per-range escapes would make large regexes) otherwise narrows them to the raw character, the
+    short escapes, ``\\uXXXX`` for controls and, where ``s`` holds every non-ASCII character of
+    the BMP (resp. every astral one), ``\\uXXXX`` (resp. the surrogate pair) for those.
     """
-    if not compact and (s == cs.ANY or cs.is_subset(cs.difference(cs.ANY, cs.SURROGATES), s)):
+    if s == cs.ANY or cs.is_subset(cs.difference(cs.ANY, cs.SURROGATES), s):
         return GENERIC_CHAR
     parts: list[rx.Node] = []
     raw = cs.intersect(s, RAW_OK)
@@ -125,17 +127,15 @@ def encode_set(s: cs.Charset, compact: bool = False) -> rx.Node:
     u_parts: list[rx.Node] = []
     for lo, hi in ctrl:
         u_parts.append(hex_range(lo, hi))
-    if (
-        not compact
-        and non_ascii
-        and (non_ascii == NON_ASCII_BMP or len(non_ascii) <= MAX_U_INTERVALS)
+    if non_ascii == NON_ASCII_BMP or (
+        not compact and non_ascii and len(non_ascii) <= MAX_U_INTERVALS
     ):
         for lo, hi in non_ascii:
             u_parts.append(hex_range(lo, hi))
     if u_parts:
         parts.append(rx.cat(rx.lit("\\u"), rx.alt(*u_parts)))
     astral = cs.intersect(s, ASTRAL)
-    if not compact and astral == ASTRAL:
+    if astral == ASTRAL:
         parts.append(
             rx.cat(
                 rx.lit("\\u"), hex_range(0xD800, 0xDBFF), rx.lit("\\u"), hex_range(0xDC00, 0xDFFF)
