@@ -583,15 +583,21 @@ def test_anchor_free_alternations_are_not_distributed() -> None:
 
 
 def test_terminal_text_cache_is_bounded() -> None:
-    from structout.schema._emit.text_cache import TextCache
+    from structout.lru import LRU
+    from structout.schema._emit.text_cache import TERMINAL_TEXTS
 
-    cache = TextCache(max_entries=3, max_chars=80)
+    assert isinstance(TERMINAL_TEXTS, LRU) and TERMINAL_TEXTS.max_weight is not None
+    cache: LRU[tuple[rx.Node, bool], str] = LRU(3, weigh=len, max_weight=80)
     for i in range(10):
         cache.put((rx.lit(f"k{i}"), False), "x" * 9)
-        assert len(cache.map) <= 3 and cache.chars <= 80
+        assert len(cache) <= 3 and cache.weight <= 80
     assert cache.get((rx.lit("k9"), False)) == "x" * 9
     assert cache.get((rx.lit("k0"), False)) is None
-    cache.put((rx.lit("big"), False), "y" * 11)  # over max_chars / 8: not kept
+    for i in range(3):
+        cache.put((rx.lit(f"w{i}"), False), "y" * 30)  # 90 > 80: the oldest leaves
+        assert cache.weight <= 80
+    assert cache.get((rx.lit("w0"), False)) is None and len(cache) == 2
+    cache.put((rx.lit("big"), False), "z" * 81)  # heavier than the whole budget: not kept
     assert cache.get((rx.lit("big"), False)) is None
 
 
