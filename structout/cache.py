@@ -73,20 +73,16 @@ def default_cache_dir() -> Path:
     return Path(base) / "structout"
 
 
-def _canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def schema_key(schema: Any, options: Mapping[str, Any] | None = None) -> str:
     """SHA-256 hex key of (canonical schema JSON, translator options, structout version).
 
     The schema part is ``structout.schema.canonical_schema_key`` (it may normalise more than
     key order).
     """
-    from structout.schema import canonical_schema_key
+    from structout.schema import canonical_json, canonical_schema_key
 
     canonical = canonical_schema_key(schema)
-    payload = _canonical_json(
+    payload = canonical_json(
         {
             "format": DISK_FORMAT,
             "schema": canonical,

@@ -18,7 +18,13 @@ import pytest
 
 import structout.schema._emit.objects as emit_objects
 from structout.errors import LimitExceededError
-from structout.schema import canonical_json, canonical_schema_key, to_kbnf, translate
+from structout.schema import (
+    _canonical_json_iterative,
+    canonical_json,
+    canonical_schema_key,
+    to_kbnf,
+    translate,
+)
 
 
 def _grammar(kbnf: str) -> Any:
@@ -128,10 +134,12 @@ def test_canonical_json_is_json_dumps() -> None:
             v, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr
         )
         assert canonical_json(v) == expected
+        assert _canonical_json_iterative(v) == expected
     cyclic: dict[str, Any] = {}
     cyclic["self"] = cyclic
-    with pytest.raises(ValueError, match="Circular"):
-        canonical_json(cyclic)
+    for dump in (canonical_json, _canonical_json_iterative):
+        with pytest.raises(ValueError, match="Circular"):
+            dump(cyclic)
 
 
 def test_deep_python_types() -> None:

@@ -428,7 +428,17 @@ def _json_key(k: Any) -> str:
 
 def canonical_json(value: Any) -> str:
     """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-    default=repr)``, without recursion (values of any depth; the same text)."""
+    default=repr)``, also for values deeper than the interpreter's recursion limit."""
+    try:
+        return json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr
+        )
+    except RecursionError:
+        return _canonical_json_iterative(value)
+
+
+def _canonical_json_iterative(value: Any) -> str:
+    """:func:`canonical_json` without recursion (values of any depth; the same text)."""
     out: list[str] = []
     text, leave = object(), object()  # markers of work items: (text, "..."), (leave, id)
     active: set[int] = set()  # containers being written (a cycle raises, as in json.dumps)
