@@ -97,7 +97,7 @@ impl Gen<'_> {
     }
 
     fn rx_atom(&mut self, abc_only: bool) -> Rx {
-        let k = self.rng.gen_range(0..if abc_only { 3 } else { 6 });
+        let k = self.rng.gen_range(0..if abc_only { 3 } else { 9 });
         match k {
             0 => Rx::Char(*['a', 'b', 'c'].choose(self.rng).unwrap()),
             1 => Rx::Set(vec!['a', 'b']),
@@ -107,10 +107,23 @@ impl Gen<'_> {
             }
             3 => Rx::NotSet(vec!['a']),
             4 => Rx::Dot,
-            _ => {
+            5 => {
                 let sets: &[&[char]] = &[&['a', 'é'], &['b', '€', '😀'], &['a', 'b'], &['\n']];
                 Rx::Set(sets.choose(self.rng).unwrap().to_vec())
             }
+            6 => {
+                let ranges: &[&[(char, char)]] = &[
+                    &[('a', 'c')],
+                    &[('b', 'z'), ('é', '€')],
+                    &[('\u{80}', '\u{10FFFF}')],
+                ];
+                Rx::Class(
+                    ranges.choose(self.rng).unwrap().to_vec(),
+                    self.rng.gen_bool(0.4),
+                )
+            }
+            7 => Rx::AsciiDigit,
+            _ => Rx::Byte(*[0xff, 0xc3, 0xa9, b'a'].choose(self.rng).unwrap()),
         }
     }
 
@@ -979,7 +992,7 @@ fn empty_languages_are_rejected() {
 fn reference_regex_agrees_with_regex_automata() {
     let mut rng = SmallRng::seed_from_u64(5);
     let inputs: Vec<Vec<u8>> = {
-        let pieces: Vec<Vec<u8>> = ["a", "b", "c", "z", "\n", "é", "€", "😀"]
+        let pieces: Vec<Vec<u8>> = ["a", "b", "c", "z", "\n", "é", "€", "😀", "1"]
             .iter()
             .map(|s| s.as_bytes().to_vec())
             .chain([vec![0xff], vec![0xc3]])
@@ -1003,7 +1016,11 @@ fn reference_regex_agrees_with_regex_automata() {
             gen.regex(3, false)
         };
         let pattern = format!("^(?:{})$", rx.render());
-        let meta = regex_automata::meta::Regex::new(&pattern)
+        // Raw-byte atoms may match invalid UTF-8, as they do in the engine.
+        let meta = regex_automata::meta::Builder::new()
+            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+            .configure(regex_automata::meta::Config::new().utf8_empty(false))
+            .build(&pattern)
             .unwrap_or_else(|e| panic!("bad rendered regex {pattern}: {e}"));
         let nfa = Nfa::new(&rx);
         for w in &inputs {

@@ -14,6 +14,8 @@
 //!   brute force (trying each token).
 
 pub mod gen;
+/// The reference recognizer of the integration tests (one reference for tests and fuzzing).
+#[path = "../../tests/common/reference.rs"]
 pub mod reference;
 
 use std::sync::Arc;
@@ -24,7 +26,10 @@ use structout_engine::{
 };
 
 use gen::{gen_grammar, gen_input, Src};
-use reference::{Reference, MAX_INPUT};
+use reference::{Reference, MAX_REF_LEN};
+
+/// Longest input checked against the reference.
+const MAX_INPUT: usize = MAX_REF_LEN;
 
 /// A fuzz target: runs one input, panics on a finding.
 pub type Target = fn(&[u8]);
@@ -153,9 +158,7 @@ pub fn kbnf_compile(data: &[u8]) {
 pub fn recognize(data: &[u8]) {
     let mut src = Src::new(data);
     let gram = gen_grammar(&mut src);
-    let Some(reference) = Reference::new(&gram) else {
-        return;
-    };
+    let mut reference = Reference::new(&gram);
     let text = gram.render();
     let opts = CompileOptions {
         max_items_per_set: 1 << 14,
@@ -165,7 +168,7 @@ pub fn recognize(data: &[u8]) {
     let g = match Grammar::compile(&text, &opts) {
         Ok(g) => {
             assert!(
-                reference.start_productive(),
+                reference.productive(),
                 "compiled a grammar whose start derives nothing:\n{text}"
             );
             Arc::new(g)
@@ -176,7 +179,7 @@ pub fn recognize(data: &[u8]) {
             }
             let msg = e.to_string();
             assert!(
-                !reference.start_productive(),
+                !reference.productive(),
                 "rejected a valid grammar:\n{text}\n{msg}"
             );
             assert!(
@@ -189,7 +192,7 @@ pub fn recognize(data: &[u8]) {
     let mut inputs: Vec<Vec<u8>> = Vec::new();
     for _ in 0..3 {
         let mut budget = 300;
-        if let Some(s) = gram.sample(&mut src, &mut budget, MAX_INPUT) {
+        if let Some(s) = gen::sample(&gram, &mut src, &mut budget, MAX_INPUT) {
             if s.len() <= MAX_INPUT {
                 inputs.push(s);
             }
@@ -212,13 +215,13 @@ pub fn recognize(data: &[u8]) {
     }
     inputs.push(gen_input(&mut src, 16));
     for (n, w) in inputs.iter().enumerate() {
-        check_input(&g, &reference, &text, w, n == 0, &mut src);
+        check_input(&g, &mut reference, &text, w, n == 0, &mut src);
     }
 }
 
 fn check_input(
     g: &Arc<Grammar>,
-    reference: &Reference,
+    reference: &mut Reference,
     text: &str,
     w: &[u8],
     exhaustive: bool,
@@ -243,7 +246,12 @@ fn check_input(
         );
         // Keys longer than the bound are unusable (the mask cache skips them): compare the rest.
         if twin.state_key(&mut key_t, 1 << 16) && r.state_key(&mut key_r, 1 << 16) {
-            assert_eq!(key_t, key_r, "compacted twin's state key differs at {k}\n{}", ctx());
+            assert_eq!(
+                key_t,
+                key_r,
+                "compacted twin's state key differs at {k}\n{}",
+                ctx()
+            );
         }
         history.push((allowed, r.is_complete()));
         if exhaustive || k < 2 {
@@ -268,7 +276,7 @@ fn check_input(
         }
     }
     let engine = fed == w.len() && r.is_complete();
-    let expected = reference.accepts(w);
+    let expected = reference.complete(w);
     assert_eq!(
         engine,
         expected,
@@ -310,7 +318,7 @@ fn check_input(
         check_not_stuck(&r, &allowed, &ctx);
         if r.is_complete() && (allowed.is_empty() || src.one_in(3) || src.exhausted()) {
             assert!(
-                reference.accepts(&cur),
+                reference.complete(&cur),
                 "recognizer completes on {:?} but the reference rejects it\ngrammar:\n{text}",
                 String::from_utf8_lossy(&cur)
             );
@@ -444,7 +452,7 @@ pub fn matcher_ops(data: &[u8]) {
         }
         _ => {
             let gram = gen_grammar(&mut src);
-            let alphabet = gram.alphabet();
+            let alphabet = gen::alphabet(&gram);
             generated = gram.render();
             (generated.as_str(), alphabet)
         }
@@ -568,7 +576,10 @@ pub fn matcher_ops(data: &[u8]) {
                         steps.truncate(keep);
                     }
                     Err(_) => {
-                        assert!(n > window, "rollback({n}) refused inside the window {window}");
+                        assert!(
+                            n > window,
+                            "rollback({n}) refused inside the window {window}"
+                        );
                         assert_eq!(observe(m), before, "refused rollback changed the state");
                     }
                 }
