@@ -7,7 +7,7 @@ impl Dfa {
     /// The strings of `e` with between `min` and `max` characters, counted as `count` says.
     ///
     /// Tabulated as the product of `e`, a small character-boundary automaton ([`chars`]) and a
-    /// counter `0..=max` when that fits in `size_limit / TABLE_SHARE` bytes; otherwise a
+    /// counter `0..=max` when that fits in [`table_bytes`]`(size_limit)`; otherwise a
     /// length-counted automaton ([`counted`]) whose size does not grow with `max`.
     pub fn count_chars(
         e: &Dfa,
@@ -39,7 +39,7 @@ impl Dfa {
             CountForm::Table => Self::count_chars_table(e, count, min, max, size_limit),
             CountForm::Counted => counted::build(e, count, min, max, size_limit),
             CountForm::Auto => {
-                match Self::count_chars_table(e, count, min, max, size_limit / TABLE_SHARE) {
+                match Self::count_chars_table(e, count, min, max, table_bytes(size_limit)) {
                     Err(DfaError::TooBig { .. }) => counted::build(e, count, min, max, size_limit),
                     other => other,
                 }
@@ -79,14 +79,25 @@ impl Dfa {
     }
 }
 
-/// A length-bounded automaton is tabulated when its table takes at most `dfa_size_limit /
-/// TABLE_SHARE` bytes (tables are faster and combine with neighbouring terminals), else counted.
-pub const TABLE_SHARE: usize = 8;
+/// Most bytes of a tabulated length-bounded automaton: `dfa_size_limit / 8`, and never more than
+/// [`MAX_TABLE_BYTES`].
+///
+/// Why so small: a table is `|e| × (max + 1)` rows, and normalization copies it into every
+/// terminal it merges with (`"key": ` + value, the alternatives of an object's members), so a
+/// schema with a few dozen `maxLength: 200` strings became hundreds of megabytes of tables and
+/// seconds of compiling. The counted form costs `|e|` rows whatever `max` is; tables stay only
+/// where they are small, where they are a little faster and merging them is cheap.
+pub fn table_bytes(size_limit: usize) -> usize {
+    (size_limit / 8).min(MAX_TABLE_BYTES)
+}
+
+/// See [`table_bytes`].
+pub const MAX_TABLE_BYTES: usize = 16 << 10;
 
 /// The representation [`Dfa::count_chars_as`] builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CountForm {
-    /// A table when small enough (see [`TABLE_SHARE`]), else counted.
+    /// A table when small enough (see [`table_bytes`]), else counted.
     Auto,
     /// Always a table of (state, count) pairs.
     Table,

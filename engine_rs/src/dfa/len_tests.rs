@@ -259,3 +259,41 @@ fn surrogate_pairs_and_merging_in_form(form: CountForm) {
         assert!(lnf.contains("\\\""), "{lnf}");
     }
 }
+
+/// The automatic form tabulates only small products: a bound that would make a large table is
+/// counted, so a grammar with many bounded strings stays the size of its parts whatever the bound
+/// (before `MAX_TABLE_BYTES`, 30 members with `maxLength: 200` took ~100 MB, merged into keys).
+#[test]
+fn auto_form_keeps_tables_small() {
+    let body = r#"#"(?:[^\"\\\x00-\x1F]|\\[\"\\/bfnrt]|\\u[0-9A-Fa-f]{4})*""#;
+    let forms = |hi: u32| {
+        let g = Grammar::compile(
+            &format!("start ::= json_len!({body}, 0, {hi});"),
+            &CompileOptions::default(),
+        )
+        .unwrap();
+        let counted: Vec<bool> = g.lnf().dfas.iter().map(|d| d.is_counted()).collect();
+        counted
+    };
+    assert_eq!(forms(2), [false], "a small product stays a table");
+    assert_eq!(forms(200), [true], "a large product is counted");
+
+    let members = |hi: u32| {
+        let alts: Vec<String> = (0..30)
+            .map(|i| format!(r#"'"k{i}": ' ('null' | '"' json_len!({body}, 0, {hi}) '"')"#))
+            .collect();
+        let text = format!(
+            "start ::= '{{' member (', ' member)* '}}'; member ::= {};",
+            alts.join(" | ")
+        );
+        Grammar::compile(&text, &CompileOptions::default())
+            .unwrap()
+            .memory_usage()
+    };
+    let (small, large) = (members(20), members(5000));
+    assert!(large < 1 << 20, "30 bounded members take {large} bytes");
+    assert!(
+        large <= small * 2,
+        "size grows with the bound: {small} -> {large} bytes"
+    );
+}

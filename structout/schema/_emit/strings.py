@@ -56,6 +56,13 @@ class StringRules(RegexFormatRules):
             return self.length_bounded(real, compact, hint)
         if real == rx.NONE or rx.is_empty(real):
             return None
+        counted = counted_chars(real)
+        if counted is not None and counted.hi > SHORT_BOUND:
+            # `p c{a,b} s` with a large `b` (e.g. `maxLength: 50`): the engine's `json_len!`
+            # counts the characters in an automaton whose size does not grow with `b`. A regex
+            # `c{a,b}` would be unrolled into `b` copies of `c`'s automaton (~150 states per
+            # JSON character), then copied again into every terminal it merges with.
+            return self.length_bounded(counted, compact, hint)
         cached = TERMINAL_TEXTS.get((real, compact))
         if cached is not None:
             return self.terminal(cached, hint)
@@ -64,12 +71,6 @@ class StringRules(RegexFormatRules):
             text = tr.to_rust(encoded)
             TERMINAL_TEXTS.put((real, compact), text)
             return self.terminal(text, hint)
-        counted = counted_chars(real)
-        if counted is not None:
-            # `c{a,b}` of one character set with a large `b` (e.g. `maxLength: 32767`): one
-            # `json_len!` terminal instead of KBNF repetitions of a one-character terminal,
-            # which would cost an Earley set per character and full trie walks for masks.
-            return self.length_bounded(counted, compact, hint)
         return self.regex_sym(encoded, hint)
 
     def length_bounded(self, real: sl.LengthBounded, compact: bool, hint: str) -> Sym:
@@ -103,6 +104,11 @@ class StringRules(RegexFormatRules):
             )
         except (am.AutomatonTooLarge, sl.NotRegular):
             return None, False
+
+
+#: Largest length bound written as a regex repetition (`"c{0,8}"`, a small table that merges with
+#: its neighbours); larger bounds become `json_len!`, which the engine counts instead of unrolling.
+SHORT_BOUND = 8
 
 
 def counted_chars(node: rx.Node) -> sl.LengthBounded | None:

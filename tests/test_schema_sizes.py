@@ -1,0 +1,73 @@
+"""Compiled grammars stay proportional to the schema (issue 13), and bounded strings stay exact.
+
+A string with ``maxLength``/``minLength`` is one ``json_len!`` terminal that the engine tabulates
+only while small and otherwise counts, so neither the bound nor the number of fields that share it
+multiplies the grammar's size. Exactness is checked against ``json.loads`` + ``jsonschema`` on every
+string over a small alphabet, each in several JSON spellings.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from structout._engine import compile_grammar
+from structout.schema import to_kbnf
+
+
+def _fields(n_fields: int, max_length: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            f"field_{i}": {"type": ["string", "null"], "maxLength": max_length}
+            for i in range(n_fields)
+        },
+        "additionalProperties": False,
+    }
+
+
+def test_bounded_strings_do_not_multiply_the_grammar() -> None:
+    # Before: 30 fields with maxLength 200 compiled to ~100 MB of tables (the bounded string
+    # tabulated, then copied into each "key": value terminal and into their union).
+    bounds = (3, 8, 9, 10, 16, 50, 200, 5000)
+    sizes = {n: compile_grammar(to_kbnf(_fields(30, n))).memory_usage for n in bounds}
+    assert max(sizes.values()) < 256 << 10, sizes
+    # Twice the fields: about twice the grammar, not more.
+    assert compile_grammar(to_kbnf(_fields(60, 200))).memory_usage <= 3 * sizes[200]
+
+
+_ALPHABET = ["a", "é", "\n", '"', "😊"]
+
+
+def _spellings(value: str) -> list[bytes]:
+    """json.dumps' two spellings (raw UTF-8 and ASCII escapes) of a string."""
+    return [json.dumps(value, ensure_ascii=a).encode("utf-8") for a in (False, True)]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "maxLength": 3},
+        {"type": "string", "minLength": 2, "maxLength": 4},
+        {"type": "string", "minLength": 3},
+        {"type": "string", "maxLength": 0},
+        {"type": "string", "pattern": "^a", "maxLength": 3},
+    ],
+)
+def test_length_bounded_strings_are_exact(schema: dict[str, Any]) -> None:
+    g = compile_grammar(to_kbnf(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    checked = 0
+    for n in range(6):
+        for chars in itertools.product(_ALPHABET, repeat=n):
+            value = "".join(chars)
+            want = validator.is_valid(value)
+            for doc in _spellings(value):
+                assert json.loads(doc) == value
+                assert g.accepts(doc) == want, (schema, doc, want)
+                checked += 1
+    assert checked == 2 * sum(len(_ALPHABET) ** n for n in range(6))
