@@ -67,6 +67,21 @@ impl Writer {
             self.buf.extend_from_slice(&x.to_le_bytes());
         }
     }
+    /// `v` in two bytes per value when every value fits (the state ids of almost every
+    /// automaton), else four: transition tables are most of a compiled grammar on disk.
+    pub(crate) fn compact_u32s(&mut self, v: &[u32]) {
+        if v.iter().all(|&x| x <= u32::from(u16::MAX)) {
+            self.u8(2);
+            self.usize(v.len());
+            self.buf.reserve(v.len() * 2);
+            for &x in v {
+                self.buf.extend_from_slice(&(x as u16).to_le_bytes());
+            }
+        } else {
+            self.u8(4);
+            self.u32s(v);
+        }
+    }
     pub(crate) fn u64s(&mut self, v: &[u64]) {
         self.usize(v.len());
         self.buf.reserve(v.len() * 8);
@@ -154,6 +169,22 @@ impl<'a> Reader<'a> {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
+    }
+    /// What [`Writer::compact_u32s`] wrote.
+    pub(crate) fn compact_u32s(&mut self) -> Result<Vec<u32>, DecodeError> {
+        match self.u8()? {
+            2 => {
+                let n = self.len(2)?;
+                let bytes = self.take(n * 2)?;
+                let mut out = vec![0u32; n];
+                for (x, c) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+                    *x = u32::from(u16::from_le_bytes([c[0], c[1]]));
+                }
+                Ok(out)
+            }
+            4 => self.u32s(),
+            _ => Err(DecodeError("an integer width that is neither 2 nor 4")),
+        }
     }
     pub(crate) fn u64s(&mut self) -> Result<Vec<u64>, DecodeError> {
         let n = self.len(8)?;

@@ -11,7 +11,7 @@ impl Dfa {
     pub(crate) fn encode(&self, w: &mut Writer) {
         w.bytes(&self.classes);
         w.u32(self.stride);
-        w.u32s(&self.trans);
+        w.compact_u32s(&self.trans);
         w.bools(&self.accept);
         encode_byte_sets(w, &self.live_bytes);
         w.u32s(&self.min_to_accept);
@@ -36,7 +36,7 @@ impl Dfa {
             classes.iter().all(|&c| u32::from(c) < stride),
             "a byte class beyond the stride",
         )?;
-        let trans = r.u32s()?;
+        let trans = r.compact_u32s()?;
         let accept = r.bools()?;
         let states = accept.len();
         ensure(states >= 1, "a DFA without states")?;

@@ -30,7 +30,7 @@ use crate::vocab::Vocabulary;
 
 const MAGIC: &[u8; 8] = b"structog";
 /// Bump when the layout changes (the build id also changes with any engine source change).
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// The engine build: its version and a hash of its sources (see `build.rs`). An entry written by
 /// another build is never read, since the same text may compile differently there.
 const BUILD: &str = concat!(
