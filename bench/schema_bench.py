@@ -320,10 +320,17 @@ def compile_detail(
             "compile_common": dist_stats([run.compile_ms[c] for c in sorted(common)], "ms"),
         }
         if run.split:
-            for key, unit in (("translate_ms", "ms"), ("engine_ms", "ms"), ("kbnf_bytes", "b")):
-                ent[key] = dist_stats([v[key] for v in run.split.values()], unit)
+            for key, unit in (
+                ("translate_ms", "ms"),
+                ("engine_ms", "ms"),
+                ("kbnf_bytes", "b"),
+                ("grammar_bytes", "b"),
+                ("grammar_bytes_after_masks", "b"),
+            ):
+                ent[key] = dist_stats([v[key] for v in run.split.values() if key in v], unit)
                 ent[key + "_common"] = dist_stats(
-                    [run.split[c][key] for c in sorted(common) if c in run.split], unit
+                    [run.split[c][key] for c in sorted(common) if key in run.split.get(c, {})],
+                    unit,
                 )
         out[n] = ent
     return out
@@ -394,6 +401,11 @@ def print_compile_detail(detail: dict[str, Any], disk: dict[str, Any], active: l
             print(f"  translation, common set (ms):  {q(ent['translate_ms_common'], 'ms')}")
             print(f"  engine, common set (ms):       {q(ent['engine_ms_common'], 'ms')}")
             print(f"  KBNF size, all (bytes):        {q(ent['kbnf_bytes'], 'b', 0)}")
+            print(f"  grammar kept, compiled (bytes): {q(ent['grammar_bytes'], 'b', 0)}")
+            print(
+                "  grammar kept, after the document's masks (bytes): "
+                f"{q(ent['grammar_bytes_after_masks'], 'b', 0)}"
+            )
     if disk:
         print("structout disk cache, warm (new cache object, empty engine memory cache):")
         print(f"  KBNF load from disk (ms):      {q(disk['disk_load'], 'ms', 3)}")
@@ -674,6 +686,12 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 gc.enable()
             for n in active:
+                # What the grammar keeps after compiling and after its documents' masks (engines
+                # that count it: structout's CompiledGrammar.memory_usage).
+                kept = engines[n].grammar_bytes()
+                if kept is not None and c_idx in runs[n].split:
+                    runs[n].split[c_idx]["grammar_bytes_after_masks"] = kept
+                    rec["compile"][n]["grammar_bytes_after_masks"] = kept
                 engines[n].release()
             per_schema.append(rec)
             if not args.quiet and (c_idx + 1) % 25 == 0:

@@ -117,6 +117,10 @@ class SchemaEngine:
     def release(self) -> None:
         self.matcher = None
 
+    def grammar_bytes(self) -> int | None:
+        """Heap bytes the current grammar keeps, where the engine counts them (else None)."""
+        return None
+
     def warm_up(self) -> None:
         self.before_compile()
         t0 = perf_ns()
@@ -231,6 +235,7 @@ class StructoutSchemaEngine(SchemaEngine):
             "translate_ms": (t1 - t0) / 1e6,
             "engine_ms": (t2 - t1) / 1e6,
             "kbnf_bytes": len(text.encode("utf-8")),
+            "grammar_bytes": grammar.memory_usage,
         }
         self.last_kbnf = (plain, text)
 
@@ -267,6 +272,9 @@ class StructoutSchemaEngine(SchemaEngine):
     def release(self) -> None:
         self.matcher = None
         self.grammar = None
+
+    def grammar_bytes(self) -> int | None:
+        return None if self.grammar is None else int(self.grammar.memory_usage)
 
     def start_doc(self) -> tuple[Callable[[], Any], Callable[[int], bool]]:
         self.matcher.reset()

@@ -104,6 +104,21 @@ def test_mask_cache_bytes_bounds_the_mask_cache_and_keeps_masks_exact(limit: int
         assert all(s["entries"] == 0 for s in stats)
 
 
+def test_memory_usage_counts_what_the_grammar_keeps() -> None:
+    schema = {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}
+    doc = json.dumps([[1, 2], [3, 4], [5], [6, 7, 8], [9, 10]]).encode()
+    limits = Limits(mask_cache_bytes=1 << 20).engine_options()
+    compiled = so.compile_json_schema(schema, _vocab(), **limits)
+    # Fresh: its rules and automata, no mask cache and no slice tables yet.
+    fresh = compiled.memory_usage
+    assert 0 < fresh < 64 << 10
+    _, stats = _masks(compiled, doc)
+    # After masks: plus the mask cache's bytes (and the slice tables built on first use).
+    grown = compiled.memory_usage
+    assert grown >= fresh + stats[-1]["bytes"] > fresh
+    assert grown <= fresh + stats[-1]["bytes"] + (64 << 10)
+
+
 def test_compile_type_applies_limits() -> None:
     vocab = _vocab()
     assert so.compile_type(list[list[int]], vocab) is not None

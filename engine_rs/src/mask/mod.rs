@@ -132,6 +132,23 @@ impl CompiledGrammar {
         )
     }
 
+    /// Heap bytes this grammar holds now: its automata and rules, the slice tables built so far
+    /// and its mask cache (not the vocabulary and its token index, which every grammar of that
+    /// vocabulary shares). Grows with first uses, up to the tables of every reached terminal
+    /// plus `mask_cache_bytes`.
+    pub fn memory_usage(&self) -> usize {
+        let tables: usize = self
+            .tables
+            .iter()
+            .filter_map(|t| t.get())
+            .map(|t| t.depths.len() + t.stable.len())
+            .sum();
+        self.grammar.memory_usage()
+            + self.tables.len() * std::mem::size_of::<OnceLock<SliceTables>>()
+            + tables
+            + self.mask_cache_stats().bytes
+    }
+
     /// Number of 32-bit words in one bitmask row.
     pub fn mask_words(&self) -> usize {
         self.index.words

@@ -52,6 +52,13 @@ impl PyCompiledGrammar {
         self.inner.grammar().lnf_debug()
     }
 
+    /// Heap bytes this grammar holds now: automata, rules, the slice tables built so far and
+    /// its mask cache (not the vocabulary's shared token index).
+    #[getter]
+    fn memory_usage(&self) -> usize {
+        self.inner.memory_usage()
+    }
+
     /// Counters and size of this grammar's mask cache: hits, misses, entries, bytes and the
     /// `mask_cache_bytes` limit it was compiled with.
     fn mask_cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
