@@ -185,8 +185,9 @@ class CompiledGrammar:
         """The normalized grammar (LNF), printed."""
     @property
     def memory_usage(self) -> int:
-        """Heap bytes this grammar holds now: automata, rules, the slice tables built so far and
-        its mask cache (not the vocabulary's token index, which its grammars share)."""
+        """Heap bytes this grammar holds now (approximate): automata, rules, the slice tables
+        built so far and its mask cache (not the vocabulary's token index, which its grammars
+        share)."""
     def mask_cache_stats(self) -> dict[str, int]:
         """This grammar's mask cache: ``hits``, ``misses``, ``entries``, ``bytes`` (keys and
         masks held, never more than ``limit``) and ``limit`` (``mask_cache_bytes``)."""

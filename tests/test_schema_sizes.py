@@ -58,7 +58,7 @@ def _spellings(value: str) -> list[bytes]:
         {"type": "string", "pattern": "^a", "maxLength": 3},
     ],
 )
-def test_length_bounded_strings_are_exact(schema: dict[str, Any]) -> None:
+def test_short_length_bounded_strings_are_exact(schema: dict[str, Any]) -> None:
     g = compile_grammar(to_kbnf(schema))
     validator = jsonschema.Draft202012Validator(schema)
     checked = 0
@@ -71,3 +71,43 @@ def test_length_bounded_strings_are_exact(schema: dict[str, Any]) -> None:
                 assert g.accepts(doc) == want, (schema, doc, want)
                 checked += 1
     assert checked == 2 * sum(len(_ALPHABET) ** n for n in range(6))
+
+
+# Strings around and above SHORT_BOUND (the json_len! route), with fixed prefixes and suffixes,
+# and object keys with a length bound: chosen values at and around each bound.
+_VALUES = [
+    "a" * n + tail
+    for n in range(6, 15)
+    # (no value ends in a newline: Python's `$`, which jsonschema uses, matches before one)
+    for tail in ("", "é", "😊", '"', "\nz", "z", "é😊")
+] + ["", "z", "az", "a" * 40]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "maxLength": 10},
+        {"type": "string", "minLength": 9, "maxLength": 12},
+        {"type": "string", "pattern": "^a.{0,12}z$"},
+        {"type": "string", "pattern": "^aa[a-zé]{6,11}$"},
+    ],
+)
+def test_long_length_bounded_strings_are_exact(schema: dict[str, Any]) -> None:
+    g = compile_grammar(to_kbnf(schema))
+    assert "json_len!" in to_kbnf(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in _VALUES:
+        want = validator.is_valid(value)
+        for doc in _spellings(value):
+            assert g.accepts(doc) == want, (schema, doc, want)
+
+
+def test_bounded_keys_are_exact() -> None:
+    schema = {"type": "object", "propertyNames": {"maxLength": 10}, "maxProperties": 1}
+    g = compile_grammar(to_kbnf(schema))
+    validator = jsonschema.Draft202012Validator(schema)
+    for key in _VALUES:
+        want = validator.is_valid({key: 1})
+        for a in (False, True):
+            doc = json.dumps({key: 1}, ensure_ascii=a, separators=(", ", ": ")).encode("utf-8")
+            assert g.accepts(doc) == want, (doc, want)

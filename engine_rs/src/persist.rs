@@ -3,7 +3,8 @@
 //! Invariants: values are little-endian and sequences are length-prefixed; every read is
 //! bounds-checked and a length is checked against the bytes that remain *before* anything is
 //! allocated, so decoding any input — truncated, corrupt or hostile — returns an error or a value,
-//! never panics and never allocates more than the input's size. Decoders of the types built on
+//! never panics and never allocates more than twice the input's size (two-byte integers widen
+//! to four). Decoders of the types built on
 //! this (DFAs, LNF, compiled grammars) also check the structural invariants their readers index
 //! by, so a decoded value is as safe to use as a freshly compiled one.
 
@@ -270,6 +271,8 @@ mod tests {
         w.bools(&[true, false]);
         w.u32s(&[1, 2, 3]);
         w.u64s(&[u64::MAX, 0]);
+        w.compact_u32s(&[0, 7, 65_535]);
+        w.compact_u32s(&[1, 65_536]);
         let bytes = w.into_bytes();
         let mut r = Reader::new(&bytes);
         assert_eq!(r.u8(), Ok(7));
@@ -280,7 +283,20 @@ mod tests {
         assert_eq!(r.bools(), Ok(vec![true, false]));
         assert_eq!(r.u32s(), Ok(vec![1, 2, 3]));
         assert_eq!(r.u64s(), Ok(vec![u64::MAX, 0]));
+        assert_eq!(r.compact_u32s(), Ok(vec![0, 7, 65_535]));
+        assert_eq!(r.compact_u32s(), Ok(vec![1, 65_536]));
         assert_eq!(r.finish(), Ok(()));
+        // Two bytes per value when all fit, four otherwise; any other width tag is refused.
+        let (mut narrow, mut wide) = (Writer::default(), Writer::default());
+        narrow.compact_u32s(&[65_535; 4]);
+        wide.compact_u32s(&[65_536; 4]);
+        assert_eq!(narrow.into_bytes().len(), 1 + 8 + 2 * 4);
+        assert_eq!(wide.into_bytes().len(), 1 + 8 + 4 * 4);
+        let mut w = Writer::default();
+        w.u8(3);
+        w.u32s(&[1]);
+        let bytes = w.into_bytes();
+        assert!(Reader::new(&bytes).compact_u32s().is_err());
     }
 
     #[test]

@@ -132,10 +132,10 @@ impl CompiledGrammar {
         )
     }
 
-    /// Heap bytes this grammar holds now: its automata and rules, the slice tables built so far
-    /// and its mask cache (not the vocabulary and its token index, which every grammar of that
-    /// vocabulary shares). Grows with first uses, up to the tables of every reached terminal
-    /// plus `mask_cache_bytes`.
+    /// Heap bytes this grammar holds now (approximate): its automata and rules, the slice tables
+    /// built so far and its mask cache (not the vocabulary and its token index, which every
+    /// grammar of that vocabulary shares). Grows with first uses, up to the tables of every
+    /// reached terminal plus `mask_cache_bytes`.
     pub fn memory_usage(&self) -> usize {
         let tables: usize = self
             .tables

@@ -56,8 +56,8 @@ class StringRules(RegexFormatRules):
             return self.length_bounded(real, compact, hint)
         if real == rx.NONE or rx.is_empty(real):
             return None
-        counted = counted_chars(real)
-        if counted is not None and counted.hi > SHORT_BOUND:
+        counted = counted_chars(real, longer_than=SHORT_BOUND)
+        if counted is not None:
             # `p c{a,b} s` with a large `b` (e.g. `maxLength: 50`): the engine's `json_len!`
             # counts the characters in an automaton whose size does not grow with `b`. A regex
             # `c{a,b}` would be unrolled into `b` copies of `c`'s automaton (~150 states per
@@ -111,9 +111,10 @@ class StringRules(RegexFormatRules):
 SHORT_BOUND = 8
 
 
-def counted_chars(node: rx.Node) -> sl.LengthBounded | None:
-    """``p c{a,b} s`` (``c`` a set of single characters, ``p`` and ``s`` of fixed lengths) as
-    ``json_len!(p c* s, a + |p| + |s|, b + |p| + |s|)``, the same language; else None."""
+def counted_chars(node: rx.Node, longer_than: int = 0) -> sl.LengthBounded | None:
+    """``p c{a,b} s`` (``c`` a set of single characters, ``p`` and ``s`` of fixed lengths, ``b``
+    above ``longer_than``) as ``json_len!(p c* s, a + |p| + |s|, b + |p| + |s|)``, the same
+    language; else None."""
     items = node[1] if node[0] == "cat" else (node,)
     reps = [
         i
@@ -123,6 +124,8 @@ def counted_chars(node: rx.Node) -> sl.LengthBounded | None:
     if not reps:
         return None
     i = max(reps, key=lambda j: items[j][3])
+    if items[i][3] <= longer_than:
+        return None
     fixed = 0
     for j, x in enumerate(items):
         if j != i:
