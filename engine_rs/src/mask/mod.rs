@@ -56,10 +56,75 @@ pub const MASK_CACHE_MAX_KEY: usize = 4096;
 
 #[derive(Default)]
 struct MaskCache {
-    map: FxHashMap<Box<[u32]>, Box<[u32]>>,
+    map: FxHashMap<Box<[u32]>, StoredMask>,
     bytes: usize,
     hits: u64,
     misses: u64,
+}
+
+/// A cached mask in the smallest of three exact forms: most cached states allow few tokens (a
+/// key, a literal, a number) or nearly all, so a list of the exceptions is far smaller than the
+/// bitmask (`ceil(V / 32)` words, 16 KB for a 128k vocabulary).
+///
+/// Invariant: [`StoredMask::restore`] rewrites every bit of the row, padding bits included, as
+/// they were when stored.
+enum StoredMask {
+    /// The words themselves.
+    Bits(Box<[u32]>),
+    /// The positions of the set bits, ascending.
+    Ones(Box<[u32]>),
+    /// The positions of the clear bits, ascending (every other bit is set).
+    Zeros(Box<[u32]>),
+}
+
+impl StoredMask {
+    fn store(mask: &[u32]) -> StoredMask {
+        let bits = mask.len() * 32;
+        let ones: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
+        let positions = |want_set: bool| -> Box<[u32]> {
+            let mut out = Vec::with_capacity(if want_set { ones } else { bits - ones });
+            for (i, &w) in mask.iter().enumerate() {
+                let mut w = if want_set { w } else { !w };
+                while w != 0 {
+                    out.push((i * 32) as u32 + w.trailing_zeros());
+                    w &= w - 1;
+                }
+            }
+            out.into_boxed_slice()
+        };
+        if ones < mask.len() {
+            StoredMask::Ones(positions(true))
+        } else if bits - ones < mask.len() {
+            StoredMask::Zeros(positions(false))
+        } else {
+            StoredMask::Bits(mask.into())
+        }
+    }
+
+    fn restore(&self, out: &mut [u32]) {
+        match self {
+            StoredMask::Bits(m) => out.copy_from_slice(m),
+            StoredMask::Ones(ids) => {
+                out.fill(0);
+                for &i in ids.iter() {
+                    out[i as usize / 32] |= 1 << (i % 32);
+                }
+            }
+            StoredMask::Zeros(ids) => {
+                out.fill(u32::MAX);
+                for &i in ids.iter() {
+                    out[i as usize / 32] &= !(1 << (i % 32));
+                }
+            }
+        }
+    }
+
+    /// Heap bytes.
+    fn bytes(&self) -> usize {
+        match self {
+            StoredMask::Bits(v) | StoredMask::Ones(v) | StoredMask::Zeros(v) => v.len() * 4,
+        }
+    }
 }
 
 /// The slice tables of one terminal DFA.
@@ -164,7 +229,7 @@ impl CompiledGrammar {
         let mut c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
         match c.map.get(key) {
             Some(m) => {
-                out.copy_from_slice(m);
+                m.restore(out);
                 c.hits += 1;
                 true
             }
@@ -176,18 +241,22 @@ impl CompiledGrammar {
     }
 
     fn store_mask(&self, key: &[u32], mask: &[u32]) {
-        let mut c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
-        let size = (key.len() + mask.len()) * 4;
         let limit = self.grammar.options().mask_cache_bytes;
+        if (key.len() + 1) * 4 > limit {
+            return; // not even the smallest form fits
+        }
+        let stored = StoredMask::store(mask);
+        let size = key.len() * 4 + stored.bytes();
         if size > limit {
             return;
         }
+        let mut c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
         if c.bytes + size > limit {
             // Simple bound: start over rather than track recency on the hot path.
             c.map.clear();
             c.bytes = 0;
         }
-        if c.map.insert(key.into(), mask.into()).is_none() {
+        if c.map.insert(key.into(), stored).is_none() {
             c.bytes += size;
         }
     }
@@ -242,5 +311,37 @@ impl CompiledGrammar {
             .get(state as usize)
             .copied()
             .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod stored_mask_tests {
+    use super::StoredMask;
+
+    /// Every form restores every bit (padding included), and the smallest form is chosen.
+    #[test]
+    fn stored_masks_restore_exactly() {
+        let mut seed = 0x1234_5678_9ABC_DEF0u64;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for words in [1usize, 2, 7, 100] {
+            for density in [0u64, 1, 3, 32, 61, 63, 64] {
+                // Each bit set with probability density / 64.
+                let mask: Vec<u32> = (0..words)
+                    .map(|_| (0..32).fold(0u32, |w, b| w | (u32::from(rand() % 64 < density) << b)))
+                    .collect();
+                let stored = StoredMask::store(&mask);
+                let mut out = vec![0xA5A5_A5A5u32; words];
+                stored.restore(&mut out);
+                assert_eq!(out, mask, "{words} words, density {density}/64");
+                let ones: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
+                let smallest = ones.min(words * 32 - ones).min(words);
+                assert_eq!(stored.bytes(), smallest * 4, "{words} words, {ones} ones");
+            }
+        }
     }
 }
