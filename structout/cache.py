@@ -7,7 +7,9 @@ Two layers:
   (default: the user cache directory, e.g. ``~/.cache/structout``), so a second process starts warm.
   Disk entries are written atomically (temporary file in the same directory + ``os.replace``) and
   carry a checksum; several processes may read and write the same directory at once, a torn or
-  corrupt entry is treated as a miss and rewritten.
+  corrupt entry is treated as a miss and rewritten. An entry is one line of JSON (format, key,
+  version, SHA-256 of the text) and then the KBNF text as it is: no JSON string to parse, whose
+  escapes made reading a large grammar's entry cost more than loading its compiled form.
 * **KBNF + vocabulary → compiled grammar.** The engine's cache (one per process, bounded by
   ``structout.configure_cache``), with its disk layer under ``<directory>/grammars``: a grammar
   compiled by one process is loaded by the next instead of being compiled again. Entries are keyed
@@ -48,7 +50,7 @@ __all__ = [
 ]
 
 #: Bump when the on-disk entry format changes (old entries are then ignored, not misread).
-DISK_FORMAT = 1
+DISK_FORMAT = 2
 
 
 def structout_version() -> str:
@@ -150,7 +152,7 @@ class CompileCache:
         return self.directory / "grammars" if self.disk else None
 
     def _entry_path(self, key: str) -> Path:
-        return self.directory / "kbnf" / f"v{DISK_FORMAT}" / key[:2] / f"{key}.json"
+        return self.directory / "kbnf" / f"v{DISK_FORMAT}" / key[:2] / f"{key}.kbnf"
 
     def _count(self, field: str) -> None:
         with self._stats_lock:
@@ -172,7 +174,8 @@ class CompileCache:
         self._kbnf.clear()
         _engine.configure_cache(int(_engine.cache_stats()["capacity"]), clear=True)
         if disk:
-            for sub, pattern in (("kbnf", "*.json"), ("grammars", "*.grammar")):
+            # (`*.json`: entries of the first KBNF format)
+            for sub, pattern in (("kbnf", "*.kbnf"), ("kbnf", "*.json"), ("grammars", "*.grammar")):
                 root = self.directory / sub
                 if root.is_dir():
                     for path in root.rglob(pattern):
@@ -222,32 +225,33 @@ class CompileCache:
         except OSError as exc:
             self._disk_problem(f"cannot read {path}: {exc}")
             return None
+        header, newline, body = raw.partition(b"\n")
         try:
-            entry = json.loads(raw.decode("utf-8"))
-            text = entry["kbnf"]
+            entry = json.loads(header.decode("utf-8"))
             ok = (
-                entry.get("format") == DISK_FORMAT
+                bool(newline)
+                and isinstance(entry, dict)
+                and entry.get("format") == DISK_FORMAT
                 and entry.get("key") == key
-                and isinstance(text, str)
-                and entry.get("sha256") == hashlib.sha256(text.encode("utf-8")).hexdigest()
+                and entry.get("sha256") == hashlib.sha256(body).hexdigest()
             )
-        except (ValueError, KeyError, TypeError, AttributeError):
-            ok = False
-        if not ok:
-            # A corrupt or foreign file: treat as a miss; the next write replaces it atomically.
-            return None
-        return str(text)
+            text = body.decode("utf-8") if ok else None
+        except (ValueError, TypeError, RecursionError):
+            text = None
+        # None: a corrupt or foreign file, a miss; the next write replaces it atomically.
+        return text
 
     def _write_disk(self, key: str, text: str) -> None:
         path = self._entry_path(key)
-        entry = {
+        body = text.encode("utf-8")
+        header = {
             "format": DISK_FORMAT,
             "key": key,
             "structout": structout_version(),
-            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            "kbnf": text,
+            "sha256": hashlib.sha256(body).hexdigest(),
         }
-        data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        # One line: json.dumps escapes every newline inside strings.
+        data = json.dumps(header).encode("utf-8") + b"\n" + body
         try:
             atomic_write_bytes(path, data)
         except OSError as exc:

@@ -73,14 +73,19 @@ def test_memory_bound_is_respected(tmp_path: Path) -> None:
 def test_corrupt_disk_entry_is_a_miss_and_gets_replaced(tmp_path: Path) -> None:
     tr = CountingTranslator()
     _, key = CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
-    files = list(tmp_path.rglob(f"{key}.json"))
+    files = list(tmp_path.rglob(f"{key}.kbnf"))
     assert len(files) == 1
-    files[0].write_text('{"format": 1, "key": "' + key + '", "kbnf": "trunc')  # torn write
-    cache = CompileCache(tmp_path)
-    cache.kbnf_for_schema(SCHEMA, tr)
-    assert tr.calls == 2 and cache.stats().schema_misses == 1
-    entry = json.loads(files[0].read_text())
-    assert entry["key"] == key and entry["kbnf"] == tr(SCHEMA)
+    whole = files[0].read_bytes()
+    expected = whole.split(b"\n", 1)[1].decode()
+    for torn in (whole[: len(whole) // 2], whole[:-1], whole.split(b"\n")[0], b"[" * 100_000):
+        files[0].write_bytes(torn)  # a torn write, or a hostile header
+        cache = CompileCache(tmp_path)
+        cache.kbnf_for_schema(SCHEMA, tr)
+        assert cache.stats().schema_misses == 1
+        # Rewritten: one line of JSON, then the text as it is.
+        header, text = files[0].read_bytes().split(b"\n", 1)
+        assert json.loads(header)["key"] == key and text.decode() == expected
+    assert tr.calls == 5
     # No temporary files are left behind.
     assert [p.name for p in files[0].parent.iterdir()] == [files[0].name]
 
@@ -88,12 +93,12 @@ def test_corrupt_disk_entry_is_a_miss_and_gets_replaced(tmp_path: Path) -> None:
 def test_tampered_entry_fails_the_checksum(tmp_path: Path) -> None:
     tr = CountingTranslator()
     _, key = CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
-    path = next(tmp_path.rglob(f"{key}.json"))
-    entry = json.loads(path.read_text())
-    entry["kbnf"] = "start ::= 'evil' ;"
-    path.write_text(json.dumps(entry))
-    text, _ = CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
-    assert text == tr(SCHEMA)
+    path = next(tmp_path.rglob(f"{key}.kbnf"))
+    header, _ = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(header + b"\nstart ::= 'evil' ;")
+    cache = CompileCache(tmp_path)
+    text, _ = cache.kbnf_for_schema(SCHEMA, tr)
+    assert text == tr(SCHEMA) and cache.stats().schema_misses == 1
 
 
 def test_unwritable_directory_degrades_to_memory(tmp_path: Path) -> None:
@@ -113,7 +118,7 @@ def test_env_var_sets_the_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert default_cache_dir() == tmp_path / "c"
     cache = CompileCache()
     cache.kbnf_for_schema(SCHEMA, CountingTranslator())
-    assert list((tmp_path / "c").rglob("*.json"))
+    assert list((tmp_path / "c").rglob("*.kbnf"))
     monkeypatch.delenv("STRUCTOUT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     if sys.platform.startswith("linux"):
@@ -166,7 +171,7 @@ def test_many_processes_share_one_directory(tmp_path: Path) -> None:
     with ProcessPoolExecutor(max_workers=4) as pool:
         texts = list(pool.map(_write_same_key, [str(tmp_path)] * 8))
     assert len(set(texts)) == 1
-    entries = list(tmp_path.rglob("*.json"))
+    entries = list(tmp_path.rglob("*.kbnf"))
     assert len(entries) == 1
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
 
