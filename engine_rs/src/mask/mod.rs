@@ -80,15 +80,7 @@ enum StoredMask {
 impl StoredMask {
     fn store(mask: &[u32]) -> StoredMask {
         let bits = mask.len() * 32;
-        // Count set bits only as far as deciding the form needs: once both the set and the clear
-        // bits seen reach a row's word count, neither list can be smaller than the bitmask.
-        let mut ones = 0usize;
-        for (i, w) in mask.iter().enumerate() {
-            ones += w.count_ones() as usize;
-            if ones >= mask.len() && (i + 1) * 32 - ones >= mask.len() {
-                return StoredMask::Bits(mask.into());
-            }
-        }
+        let ones: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
         let positions = |want_set: bool| -> Box<[u32]> {
             let mut out = Vec::with_capacity(if want_set { ones } else { bits - ones });
             for (i, &w) in mask.iter().enumerate() {
