@@ -177,7 +177,13 @@ def surrogate_pairs(lo: int, hi: int) -> list[rx.Node]:
 
 
 def encode_json(node: rx.Node, compact: bool = False) -> rx.Node:
-    """Map a decoded-string AST to the AST of accepted JSON string-literal bodies."""
+    """Map a decoded-string AST to the AST of accepted JSON string-literal bodies.
+
+    A node whose parts all encode to themselves (sets of characters JSON spells only as
+    themselves, such as the printable ASCII of most key complements) is returned as it is when
+    it is in the form ``rx.cat``/``rx.alt`` build (see :func:`_normal`), since rebuilding it
+    would give an equal node; the output is the same as rebuilding every node.
+    """
     memo: dict[int, tuple[rx.Node, rx.Node]] = {}
 
     def enc(n: rx.Node) -> rx.Node:
@@ -185,20 +191,51 @@ def encode_json(node: rx.Node, compact: bool = False) -> rx.Node:
         if got is not None:
             return got[1]
         t = n[0]
+        res: rx.Node
         if t == "set":
             res = encode_set(n[1], compact)
-        elif t == "cat":
-            res = rx.cat(*(enc(x) for x in n[1]))
-        elif t == "alt":
-            res = rx.alt(*(enc(x) for x in n[1]))
+            if res == n:
+                res = n
+        elif t == "cat" or t == "alt":
+            kids = [enc(x) for x in n[1]]
+            if all(k is x for k, x in zip(kids, n[1])) and _normal(n):
+                res = n
+            else:
+                res = rx.cat(*kids) if t == "cat" else rx.alt(*kids)
         elif t == "rep":
-            res = rx.rep(enc(n[1]), n[2], n[3])
+            body = enc(n[1])
+            res = n if body is n[1] else rx.rep(body, n[2], n[3])
         else:
             res = n
         memo[id(n)] = (n, res)
         return res
 
     return enc(node)
+
+
+def _normal(n: rx.Node) -> bool:
+    """Whether ``rx.cat(*parts)`` (``rx.alt(*parts)``) of this cat (alt) node's parts gives an
+    equal node: at least two parts, none empty or impossible, none of the same kind (nested),
+    and for an alternation at most one set, first, no optional part and no repeated part."""
+    parts = n[1]
+    if len(parts) < 2:
+        return False
+    kind = n[0]
+    sets = 0
+    for i, p in enumerate(parts):
+        t = p[0]
+        if t == kind or t == "eps" or t == "none":
+            return False
+        if kind == "alt":
+            if t == "set":
+                sets += 1
+                if i != 0:
+                    return False
+            elif t == "rep" and p[2] == 0 and p[3] == 1:
+                return False
+    if kind == "alt" and len({id(p) for p in parts}) != len(parts):
+        return False
+    return sets <= 1
 
 
 def json_string_regex(node: rx.Node, compact: bool = False) -> rx.Node:
