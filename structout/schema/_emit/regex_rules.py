@@ -116,8 +116,15 @@ class RegexRules(RuleSet):
 _METRICS: dict[int, tuple[rx.Node, int, int]] = {}
 
 
+#: What :func:`metrics` returns for a regex over either budget: every caller only compares the
+#: metrics (or their sums) with the budgets, so the exact size of a regex that does not fit is
+#: never needed, and measuring stops as soon as a regex is known not to fit.
+TOO_BIG = (REGEX_STATE_BUDGET + 1, REGEX_NEST_BUDGET + 1)
+
+
 def metrics(node: rx.Node) -> tuple[int, int]:
-    """(estimated DFA states, group nesting depth) of a regex, memoized by identity.
+    """(estimated DFA states, group nesting depth) of a regex, memoized by identity; exact when
+    within both budgets, else :data:`TOO_BIG`.
 
     Counted repetitions multiply states; the engine's regex parser limits nesting.
     """
@@ -128,14 +135,22 @@ def metrics(node: rx.Node) -> tuple[int, int]:
     if t == "set":
         states, depth = (1 if node[1] and node[1][-1][1] < 0x80 else 4), 0
     elif t in ("cat", "alt"):
-        ms = [metrics(x) for x in node[1]]
-        states, depth = sum(m[0] for m in ms), 1 + max(m[1] for m in ms)
+        states = depth = 0
+        for x in node[1]:
+            x_states, x_depth = metrics(x)
+            states += x_states
+            depth = max(depth, x_depth)
+            if states > REGEX_STATE_BUDGET or depth >= REGEX_NEST_BUDGET:
+                break
+        depth += 1
     elif t == "rep":
         k = node[3] if node[3] is not None else node[2] + 1
         inner = metrics(node[1])
         states, depth = inner[0] * max(k, 1), 1 + inner[1]
     else:
         states, depth = 1, 0
+    if states > REGEX_STATE_BUDGET or depth > REGEX_NEST_BUDGET:
+        states, depth = TOO_BIG
     if len(_METRICS) > 50_000:
         _METRICS.clear()
     _METRICS[id(node)] = (node, states, depth)
