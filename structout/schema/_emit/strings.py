@@ -116,16 +116,18 @@ def counted_chars(node: rx.Node, longer_than: int = 0) -> sl.LengthBounded | Non
     above ``longer_than``) as ``json_len!(p c* s, a + |p| + |s|, b + |p| + |s|)``, the same
     language; else None."""
     items = node[1] if node[0] == "cat" else (node,)
+    # (the bound first: measuring a large repeated body is the expensive part)
     reps = [
         i
         for i, x in enumerate(items)
-        if x[0] == "rep" and x[3] is not None and rx.length_range(x[1]) == (1, 1)
+        if x[0] == "rep"
+        and x[3] is not None
+        and x[3] > longer_than
+        and rx.length_range(x[1]) == (1, 1)
     ]
     if not reps:
         return None
     i = max(reps, key=lambda j: items[j][3])
-    if items[i][3] <= longer_than:
-        return None
     fixed = 0
     for j, x in enumerate(items):
         if j != i:
