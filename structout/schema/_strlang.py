@@ -516,25 +516,40 @@ def complement_of_words(words: list[str], ascii_exits: bool = False) -> rx.Node:
             t = t.setdefault(ch, {})
         t[""] = True
 
+    # Trie nodes repeat the same characters and the same sets of next characters: each is
+    # built once per call (the same values as building them at every node).
+    exit_sets: dict[str, cs.Charset] = {}
+    chars: dict[str, rx.Node] = {}
+
+    def char(k: str) -> rx.Node:
+        node = chars.get(k)
+        if node is None:
+            node = chars[k] = rx.lit(k)
+        return node
+
     def leave(t: dict[str, Any]) -> rx.Node:
         kids = [k for k in t if k]
-        exit_set = cs.complement(cs.of_chars("".join(kids)))
-        if ascii_exits:
-            exit_set = cs.intersect(exit_set, plain if plain_words else ASCII)
+        joined = "".join(kids)
+        exit_set = exit_sets.get(joined)
+        if exit_set is None:
+            exit_set = cs.complement(cs.of_chars(joined))
+            if ascii_exits:
+                exit_set = cs.intersect(exit_set, plain if plain_words else ASCII)
+            exit_sets[joined] = exit_set
         parts = [rx.cset(exit_set)]
         for k in kids:
-            parts.append(rx.cat(rx.lit(k), leave(t[k])))
+            parts.append(rx.cat(char(k), leave(t[k])))
         return rx.alt(*parts)
 
     def stop(t: dict[str, Any]) -> rx.Node:
         parts = [] if "" in t else [rx.EPS]
         for k, sub in t.items():
             if k:
-                parts.append(rx.cat(rx.lit(k), stop(sub)))
+                parts.append(rx.cat(char(k), stop(sub)))
         return rx.alt(*parts)
 
     def on_path(t: dict[str, Any]) -> rx.Node:
-        return rx.alt(rx.EPS, *(rx.cat(rx.lit(k), on_path(sub)) for k, sub in t.items() if k))
+        return rx.alt(rx.EPS, *(rx.cat(char(k), on_path(sub)) for k, sub in t.items() if k))
 
     exits = leave(trie)
     if plain_words or (ascii_exits and all_ascii):
