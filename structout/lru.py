@@ -17,6 +17,9 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
+_MISSING = object()
+
+
 class LRU(Generic[K, V]):
     """A thread-safe LRU map holding at most ``max_entries`` entries (and, with ``weigh``, at
     most ``max_weight`` total weight; a single entry heavier than ``max_weight`` is not kept)."""
@@ -40,11 +43,13 @@ class LRU(Generic[K, V]):
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
+        # Two lookups, not three: keys can be large trees whose hash is not cached.
         with self._lock:
-            if key not in self._data:
+            value = self._data.get(key, _MISSING)
+            if value is _MISSING:
                 return None
             self._data.move_to_end(key)
-            return self._data[key]
+            return value  # type: ignore[return-value]
 
     def put(self, key: K, value: V) -> None:
         weight = self._weigh(value) if self._weigh is not None else 0
