@@ -784,3 +784,37 @@ def test_compile_cache_hits_and_eviction() -> None:
     finally:
         so.configure_cache(capacity)
     assert so.cache_stats()["capacity"] == capacity
+
+
+def test_every_mask_overwrites_the_whole_row() -> None:
+    """A row full of garbage gets the same mask as a zeroed one, on every path: free text (slice
+    copy), walks (cache off, and a cache miss), cached masks (repeated states), a complete
+    document (EOS) and a stopped matcher. Each path writes every word itself, so a dirty buffer
+    must not leak through."""
+    vocab = small_vocab()
+    schema = {
+        "type": "array",
+        "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+    }
+    uncached = so.compile_json_schema(schema, vocab, mask_cache_bytes=0).matcher()
+    cached = so.compile_json_schema(schema, vocab).matcher()
+    doc = b'[{"name": "ab"}, {"name": "ab"}, {"name": "a\\n"}]'
+
+    def fill(m: Any, value: int) -> Any:
+        row = so.allocate_token_bitmask(1, vocab.size)
+        row[:] = value
+        m.fill_next_token_bitmask(row)
+        return row
+
+    for k in range(len(doc) + 2):
+        reference = fill(uncached, 0)
+        # Dirty rows: walked without a cache, walked on a cache miss, then restored on hits.
+        for m in (uncached, cached, cached):
+            for value in (-1, 0x5A5A5A5A):
+                assert (fill(m, value) == reference).all(), (k, value)
+        for m in (uncached, cached):
+            if k < len(doc):
+                assert m.accept_bytes(doc[k : k + 1])
+            elif k == len(doc):
+                assert m.can_finish()
+                assert m.accept_token(vocab.eos_token_ids[0])  # stopped from here on

@@ -234,8 +234,10 @@ impl Matcher {
     pub fn fill_next_token_bitmask(&mut self, out: &mut [u32]) -> Result<(), EngineError> {
         let words = self.cg.index.words;
         let out = &mut out[..words];
-        out.iter_mut().for_each(|w| *w = 0);
+        // Each branch writes every word of `out` (a free-text copy and a cached mask overwrite
+        // it; the others start from zeros), so no branch clears it twice.
         if self.stopped {
+            out.fill(0);
             return Ok(());
         }
         let cg = self.cg.clone();
@@ -258,12 +260,15 @@ impl Matcher {
                 self.key = key;
                 return Ok(());
             }
+            out.fill(0);
             self.fill_by_walking(&cg, &first, out)?;
             if keyed {
                 cg.store_mask(&key, out);
             }
             self.key = key;
             return Ok(());
+        } else {
+            out.fill(0);
         }
         if self.rec.is_complete() {
             for &e in cg.vocab.eos_token_ids() {
