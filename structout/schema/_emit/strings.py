@@ -111,7 +111,7 @@ class StringRules(RegexFormatRules):
 SHORT_BOUND = 8
 
 
-def counted_chars(node: rx.Node, longer_than: int = 0) -> sl.LengthBounded | None:
+def counted_chars(node: rx.Node, longer_than: int) -> sl.LengthBounded | None:
     """``p c{a,b} s`` (``c`` a set of single characters, ``p`` and ``s`` of fixed lengths, ``b``
     above ``longer_than``) as ``json_len!(p c* s, a + |p| + |s|, b + |p| + |s|)``, the same
     language; else None."""
