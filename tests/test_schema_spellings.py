@@ -272,3 +272,17 @@ def test_multiple_of_large_factors_with_trailing_zeros_is_exact(factor: int, kin
             if g.accepts(text.encode()):
                 # exact decimal arithmetic: json.loads would round 7e22 to a float
                 assert Fraction(text) % factor == 0, text
+
+
+def test_additional_key_spellings_on_and_off_the_named_keys_trie() -> None:
+    # docs/json_schema.md, "Keys of additional properties": escapes are accepted everywhere
+    # except for a printable ASCII character of the names while the key is still a prefix of one.
+    schema = {"type": "object", "properties": {"known": {"type": "string"}}}
+    g = compile_grammar(to_kbnf(schema))
+    accepted = [b'{"kn\\u00f6wn": 1}', b'{"knowns\\u0061": 1}', b'{"\\u00e9": 1}', b'{"kno": 1}']
+    for doc in accepted:
+        assert json.loads(doc) and jsonschema.Draft202012Validator(schema).is_valid(json.loads(doc))
+        assert g.accepts(doc), doc
+    # "known" in any spelling with an integer value is invalid; "\u006bx" is a valid subset miss.
+    for doc in [b'{"known": 1}', b'{"\\u006bnown": 1}', b'{"kno\\u0077n": 1}', b'{"\\u006bx": 1}']:
+        assert not g.accepts(doc), doc

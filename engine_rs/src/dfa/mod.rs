@@ -16,7 +16,8 @@
 //! automata from regex text, [`combine`] concatenates and unites them, [`count`] and [`counted`]
 //! bound their strings' lengths, [`repeat`] unrolls bounded repetitions, [`table`] turns any of
 //! these into the flat table (pruning to co-reachable states), [`regular`] flattens right-linear
-//! rules, [`persist`] encodes automata for the disk cache; [`chars`] and [`utf8`] are small
+//! rules, [`words`] builds JSON strings that avoid a set of words (object keys other than the
+//! named ones), [`persist`] encodes automata for the disk cache; [`chars`] and [`utf8`] are small
 //! character automata.
 
 mod build;
@@ -29,6 +30,7 @@ mod regular;
 mod repeat;
 mod table;
 mod utf8;
+mod words;
 
 #[cfg(test)]
 mod len_tests;

@@ -41,6 +41,9 @@ pub enum ExprKind {
         max: u32,
         json: bool,
     },
+    /// `json_string_except!('w1', 'w2', ...)`: a JSON string literal, quotes included, whose
+    /// decoded value is none of the words (see `dfa::words` for the exact language).
+    JsonStringExcept(Vec<String>),
     /// Juxtaposition, at least two items.
     Concat(Vec<Expr>),
     /// `a | b | ...`, at least two items.

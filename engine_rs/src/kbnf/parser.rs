@@ -427,6 +427,10 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     return self.len(start, name == "json_len");
                 }
+                if name == "json_string_except" && self.peek() == Some(b'!') {
+                    self.pos += 1;
+                    return self.json_string_except(start);
+                }
                 if self.peek() == Some(b'!') {
                     return Err(syntax(
                         Span::new(start, self.pos + 1),
@@ -434,7 +438,8 @@ impl<'a> Parser<'a> {
                     )
                     .hint(
                         "the special nonterminals are `except!(X)` / `except!(X, n)`, \
-                         `len!(X, min, max)` and `json_len!(X, min, max)`",
+                         `len!(X, min, max)`, `json_len!(X, min, max)` and \
+                         `json_string_except!('w1', 'w2', ...)`",
                     ));
                 }
                 Ok(Expr {
@@ -550,6 +555,52 @@ impl<'a> Parser<'a> {
                 max,
                 json,
             },
+            span: Span::new(start, self.pos),
+        })
+    }
+
+    /// `json_string_except!('w1', 'w2', ...)` (no words: any JSON string); the cursor is after
+    /// the `!`.
+    fn json_string_except(&mut self, start: usize) -> PResult<Expr> {
+        let usage = "write `json_string_except!('w1', 'w2', ...)` with string literals";
+        self.expect(b"(", "`(`", usage)?;
+        let mut words = Vec::new();
+        loop {
+            self.skip_trivia()?;
+            match self.peek() {
+                Some(b')') if words.is_empty() => break,
+                Some(b'\'' | b'"') => {}
+                _ => {
+                    return Err(syntax(
+                        self.here(),
+                        format!("expected a string literal, found {}", self.describe()),
+                    )
+                    .hint(usage))
+                }
+            }
+            let at = self.pos;
+            let bytes = self.literal()?;
+            match String::from_utf8(bytes) {
+                Ok(w) => words.push(w),
+                Err(_) => {
+                    return Err(Diagnostic::new(
+                        ErrorKind::Semantic,
+                        Span::new(at, self.pos),
+                        "a `json_string_except!` word is not valid UTF-8",
+                    )
+                    .hint("words are decoded JSON string values: write characters or `\\u{HHHH}`"))
+                }
+            }
+            self.skip_trivia()?;
+            if self.peek() == Some(b',') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        self.expect(b")", "`)`", usage)?;
+        Ok(Expr {
+            kind: ExprKind::JsonStringExcept(words),
             span: Span::new(start, self.pos),
         })
     }
@@ -728,6 +779,28 @@ mod tests {
     }
 
     #[test]
+    fn json_string_except_words() {
+        let g = ok("s ::= json_string_except!('a', \"b\\u{e9}\" , '') json_string_except!();");
+        let ExprKind::Concat(items) = &g.rules[0].expr.kind else {
+            panic!()
+        };
+        let ExprKind::JsonStringExcept(words) = &items[0].kind else {
+            panic!()
+        };
+        assert_eq!(words, &["a", "b\u{e9}", ""]);
+        assert!(matches!(&items[1].kind, ExprKind::JsonStringExcept(w) if w.is_empty()));
+        for (text, expected) in [
+            ("s ::= json_string_except!(a);", "expected a string literal"),
+            ("s ::= json_string_except!('a',);", "expected a string literal"),
+            ("s ::= json_string_except!('a' 'b');", "expected `)`"),
+            ("s ::= json_string_except!('\\xff');", "not valid UTF-8"),
+        ] {
+            let errs = parse(text, 1000).unwrap_err();
+            assert!(errs[0].message.contains(expected), "{text}: {errs:?}");
+        }
+    }
+
+    #[test]
     fn reports_several_errors_with_positions() {
         let errs = parse("a ::= 'x' ;\nb ::= 'y\nc ::= ;\nd ::= e{3,1};", 1000).unwrap_err();
         assert!(errs.len() >= 2, "{errs:?}");
@@ -744,6 +817,8 @@ mod tests {
             "a ::= '",
             "a ::= #",
             "a ::= #\"",
+            "a ::= json_string_except!(",
+            "a ::= json_string_except!('x',",
             "a ::= (",
             "a ::= 'x'{",
             "a ::= 'x'{99999999999}",

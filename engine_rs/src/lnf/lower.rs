@@ -29,6 +29,7 @@ pub fn lower(ast: &GrammarAst, opts: &CompileOptions) -> Result<Bnf, Vec<Diagnos
         diags: Vec::new(),
         exact_memo: FxHashMap::default(),
         upto_memo: FxHashMap::default(),
+        word_sets: FxHashMap::default(),
     };
     // Declare user nonterminals in order of first definition; `start` (configured) must exist.
     for rule in &ast.rules {
@@ -80,6 +81,8 @@ struct Lowerer<'a> {
     diags: Vec<Diagnostic>,
     exact_memo: FxHashMap<(Sym, u32), u32>,
     upto_memo: FxHashMap<(Sym, u32), u32>,
+    /// `json_string_except!` terminals by their sorted, distinct words.
+    word_sets: FxHashMap<Vec<String>, u32>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -140,6 +143,7 @@ impl<'a> Lowerer<'a> {
                 max,
                 json,
             } => self.len(arg, *min, *max, *json, e.span),
+            ExprKind::JsonStringExcept(words) => self.json_string_except(words, e.span),
             ExprKind::Concat(_) | ExprKind::Alt(_) => {
                 let alts = self.alternatives(e);
                 let nt = self.bnf.add_nt(format!("group@{}", e.span.start));
@@ -248,6 +252,29 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// `json_string_except!(words)`: a regex terminal built from the words' trie (one per
+    /// distinct word set).
+    fn json_string_except(&mut self, words: &[String], span: Span) -> Sym {
+        let mut sorted = words.to_vec();
+        sorted.sort();
+        sorted.dedup();
+        if let Some(&id) = self.word_sets.get(&sorted) {
+            return Sym::Regex(id);
+        }
+        match Dfa::json_string_except(&sorted, self.opts.dfa_size_limit) {
+            Ok(dfa) => {
+                let description = format!("json_string_except!@{}", span.start);
+                let id = self.bnf.add_regex(description, dfa);
+                self.word_sets.insert(sorted, id);
+                Sym::Regex(id)
+            }
+            Err(err) => {
+                self.diags.push(dfa_diag(err, span, "json_string_except!"));
+                Sym::Nt(self.bnf.start)
+            }
+        }
+    }
+
     /// The regex for the argument of `except!` / `len!` / `json_len!` (`construct`): a literal, a
     /// regex terminal, or a nonterminal whose rules are only literals combined by concatenation
     /// and alternation.
@@ -317,6 +344,7 @@ impl<'a> Lowerer<'a> {
             ExprKind::Len { json: false, .. } => Err(bad(arg.span, "a nested len!")),
             ExprKind::Len { json: true, .. } => Err(bad(arg.span, "a nested json_len!")),
             ExprKind::Repeat { .. } => Err(bad(arg.span, "a repetition (use a regex terminal)")),
+            ExprKind::JsonStringExcept(_) => Err(bad(arg.span, "a json_string_except!")),
         }
     }
 

@@ -38,10 +38,4 @@ class NumberRules(EmitterBase):
         limit = self.max_number_length
         if limit is None or not fits(real):
             return self.regex_sym(real, hint)
-        text = f'len!(#"{tr.to_rust(real)}", 1, {limit})'
-        name = self.term_memo.get(text)
-        if name is None:
-            name = self.fresh(hint)
-            self.term_memo[text] = name
-            self.add_rule(name, [[text]])
-        return name
+        return self.shared_rule([f'len!(#"{tr.to_rust(real)}", 1, {limit})'], hint)

@@ -51,11 +51,17 @@ class RuleSet:
 
     def terminal(self, regex_text: str, hint: str) -> Sym:
         """A named rule holding one regex terminal (shared by identical regexes)."""
-        name = self.term_memo.get(regex_text)
+        return self.shared_rule([f'#"{regex_text}"'], hint)
+
+    def shared_rule(self, alt: Alt, hint: str) -> Sym:
+        """A named rule with this one alternative (terminals, special nonterminals), shared by
+        every identical alternative."""
+        key = render_alt(alt)
+        name = self.term_memo.get(key)
         if name is None:
             name = self.fresh(hint)
-            self.term_memo[regex_text] = name
-            self.add_rule(name, [[f'#"{regex_text}"']])
+            self.term_memo[key] = name
+            self.add_rule(name, [alt])
         return name
 
     def render_rules(self, ws_max: int | None) -> str:

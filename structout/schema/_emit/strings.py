@@ -7,6 +7,7 @@ from .. import _regex as rx
 from .. import _strlang as sl
 from .. import _textre as tr
 from .._ir import Node
+from .layout import kbnf_literal
 from .regex_format import RegexFormatRules
 from .regex_rules import fits
 from .rules import Sym
@@ -28,6 +29,9 @@ class StringRules(RegexFormatRules):
             return self.generic_string()
         if f[0] == "cfg":
             return self.cfg_string(f[1])
+        excluded = _excluded_words(f)
+        if excluded is not None:
+            return self.string_except(excluded, hint)
         try:
             key = (f, compact)
             real = self.realized.get(key)
@@ -73,17 +77,19 @@ class StringRules(RegexFormatRules):
             return self.terminal(text, hint)
         return self.regex_sym(encoded, hint)
 
+    def string_except(self, words: list[str], hint: str) -> Sym:
+        """A JSON string whose decoded value is none of ``words``: the engine's
+        ``json_string_except!`` builds it from the words' trie (linear in their length), where a
+        regex complement would be a large expression to render, parse and determinize."""
+        text = "json_string_except!(" + ", ".join(kbnf_literal(w) for w in words) + ")"
+        return self.shared_rule([text], hint)
+
     def length_bounded(self, real: sl.LengthBounded, compact: bool, hint: str) -> Sym:
         """A JSON string whose decoded value is in ``real.core`` and has ``lo..hi`` code points:
         the engine's ``json_len!`` counts decoded characters (an escape is one) exactly."""
         body = tr.to_rust(tr.encode_json(tr.factor(real.core), compact))
         text = f'json_len!(#"{body}", {real.lo}, {real.hi})'
-        name = self.term_memo.get(text)
-        if name is None:
-            name = self.fresh(hint)
-            self.term_memo[text] = name
-            self.add_rule(name, [["'\"'", text, "'\"'"]])
-        return name
+        return self.shared_rule(["'\"'", text, "'\"'"], hint)
 
     def _length_subset(self, f: sl.Formula, compact: bool) -> tuple[sl.Realized | None, bool]:
         """``core ∧ length`` when even the length product is too big:
@@ -104,6 +110,17 @@ class StringRules(RegexFormatRules):
             )
         except (am.AutomatonTooLarge, sl.NotRegular):
             return None, False
+
+
+def _excluded_words(f: sl.Formula) -> list[str] | None:
+    """``¬W`` with ``W`` a finite set of strings (the names an object's other keys avoid):
+    its words, sorted, without those no JSON string can spell (lone surrogates); else None."""
+    if f[0] != "not" or f[1][0] != "re":
+        return None
+    words = rx.finite_strings(f[1][1], sl.MAX_COMPLEMENT_WORDS)
+    if words is None:
+        return None
+    return sorted(w for w in set(words) if not any(0xD800 <= ord(c) <= 0xDFFF for c in w))
 
 
 #: Largest length bound written as a regex repetition (`"c{0,8}"`, a small table that merges with

@@ -1,0 +1,529 @@
+//! `json_string_except!(w1, …)`: JSON string literals (quotes included) whose decoded value is
+//! none of the words — the names an object's additional keys must avoid.
+//!
+//! Built directly, in time and size linear in the words' total length (no regex text, no subset
+//! construction): while the decoded prefix is a path of the words' trie the state is that trie
+//! node (plus the bytes of a character being read, when the character could still continue a
+//! word); once a character no word continues with is read, the string can no longer be a word and
+//! the state becomes the ordinary JSON-string automaton's ([`BODY`], built once per process),
+//! which also decides every question of JSON syntax.
+//!
+//! The language, exactly: every JSON string whose decoded value is not a word, except those that
+//! spell a character of `P` with an escape while the decoded prefix before it is still a prefix
+//! of a word, where `P` is the set of printable ASCII characters other than `"` and `\` that occur
+//! in the words. (So `"\u0061pi"` is refused when a word starts with `a`, as `"api"` spelled
+//! alike. Without this rule each trie node would need its own copy of the `\uXXXX` states; with
+//! it, one shared copy serves every node: a subset, never a word.)
+
+use std::sync::OnceLock;
+
+use super::{explore, product_classes, Dfa, DfaError, DEAD};
+
+/// The rest of a JSON string after its opening quote: characters in every spelling JSON allows
+/// (raw, short escapes, `\uXXXX` in either case, surrogate pairs; lone surrogates refused), then
+/// the closing quote. The same language as the translator's generic string terminal.
+const BODY: &str = r#"(?:[ !#-\[\]-\x{D7FF}\x{E000}-\x{10FFFF}]|\\["/\\bfnrt]|\\u(?:[0-9A-Ca-c][0-9A-Fa-f]{3}|[Dd][0-7][0-9A-Fa-f]{2}|[EFef][0-9A-Fa-f]{3})|\\u[Dd][89ABab][0-9A-Fa-f]{2}\\u[Dd][C-Fc-f][0-9A-Fa-f]{2})*""#;
+
+/// The automaton of [`BODY`], built on first use (a constant of the engine).
+fn body() -> Result<&'static Dfa, DfaError> {
+    static BODY_DFA: OnceLock<Result<Dfa, DfaError>> = OnceLock::new();
+    BODY_DFA
+        .get_or_init(|| Dfa::from_regex(BODY, 1 << 22))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// No trie node: inside an escape that can only spell a character no word continues with here,
+/// or one of `P` (refused).
+const NO_NODE: u32 = u32::MAX;
+
+/// The longest spelling of one character: a surrogate pair `\uD83D\uDE00`.
+const MAX_SPELLING: usize = 12;
+
+/// The bytes of a character read so far (a proper prefix of its spelling).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+struct Partial {
+    len: u8,
+    bytes: [u8; MAX_SPELLING],
+}
+
+impl Partial {
+    fn with(mut self, b: u8) -> Option<Partial> {
+        if self.len as usize == MAX_SPELLING {
+            return None;
+        }
+        self.bytes[self.len as usize] = b;
+        self.len += 1;
+        Some(self)
+    }
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum State {
+    /// Before the opening quote.
+    Open,
+    /// The decoded prefix is the path of `node` (or, for [`NO_NODE`], was one before the
+    /// escape being read); `partial` holds the current character's bytes.
+    Trie { node: u32, partial: Partial },
+    /// Off the trie: a state of the [`BODY`] automaton.
+    Free(u32),
+}
+
+/// The words' trie over code points: children sorted by code point.
+struct Trie {
+    children: Vec<Vec<(u32, u32)>>,
+    word_end: Vec<bool>,
+}
+
+impl Trie {
+    fn new(words: &[String]) -> Trie {
+        let mut trie = Trie {
+            children: vec![Vec::new()],
+            word_end: vec![false],
+        };
+        for w in words {
+            let mut node = 0usize;
+            for ch in w.chars() {
+                let cp = ch as u32;
+                let kids = &trie.children[node];
+                node = match kids.binary_search_by_key(&cp, |&(c, _)| c) {
+                    Ok(i) => kids[i].1 as usize,
+                    Err(i) => {
+                        let id = trie.children.len();
+                        trie.children[node].insert(i, (cp, id as u32));
+                        trie.children.push(Vec::new());
+                        trie.word_end.push(false);
+                        id
+                    }
+                };
+            }
+            trie.word_end[node] = true;
+        }
+        trie
+    }
+
+    fn child(&self, node: u32, cp: u32) -> Option<u32> {
+        let kids = self.children.get(node as usize)?;
+        kids.binary_search_by_key(&cp, |&(c, _)| c)
+            .ok()
+            .map(|i| kids[i].1)
+    }
+
+    /// Whether a child's code point lies in `lo..=hi` and is not in `P`.
+    fn child_outside_p_in(&self, node: u32, lo: u32, hi: u32, p: &CharSet) -> bool {
+        let Some(kids) = self.children.get(node as usize) else {
+            return false;
+        };
+        let from = kids.partition_point(|&(c, _)| c < lo);
+        kids[from..]
+            .iter()
+            .take_while(|&&(c, _)| c <= hi)
+            .any(|&(c, _)| !p.contains(c))
+    }
+}
+
+/// `P`: the printable ASCII characters (but `"` and `\`) occurring in the words.
+struct CharSet([bool; 128]);
+
+impl CharSet {
+    fn contains(&self, cp: u32) -> bool {
+        cp < 128 && self.0[cp as usize]
+    }
+    fn meets(&self, lo: u32, hi: u32) -> bool {
+        (lo..=hi.min(127)).any(|c| self.0[c as usize])
+    }
+}
+
+/// What a (valid) prefix of one character's spelling decodes to.
+enum Decoded {
+    /// A whole character; `escaped` when spelled with `\`.
+    Char { cp: u32, escaped: bool },
+    /// Not yet whole: the character is in one of these ranges (a superset is fine: it only keeps
+    /// a state on the trie a little longer).
+    Pending([(u32, u32); 2]),
+}
+
+fn hex(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0, |v, &b| {
+        v * 16
+            + (b as char)
+                .to_digit(16)
+                .expect("validated by the body automaton")
+    })
+}
+
+/// Code points whose 4-hex-digit escape starts with `digits` (0 to 3 of them).
+fn hex_range(digits: &[u8]) -> (u32, u32) {
+    let free = 4 * (4 - digits.len() as u32);
+    let v = hex(digits) << free;
+    (v, v + (1 << free) - 1)
+}
+
+/// Decodes a prefix of one character's spelling that the [`BODY`] automaton accepts as a
+/// prefix (so its syntax is valid).
+fn decode(p: &[u8]) -> Decoded {
+    const NONE: (u32, u32) = (1, 0);
+    match p[0] {
+        b'\\' => match p.get(1) {
+            None => Decoded::Pending([(0, 0x10FFFF), NONE]),
+            Some(b'u') => {
+                let high = &p[2..p.len().min(6)];
+                if high.len() < 4 {
+                    let (lo, hi) = hex_range(high);
+                    // A high-surrogate prefix may become any astral character of those halves.
+                    let (hs_lo, hs_hi) = (lo.max(0xD800), hi.min(0xDBFF));
+                    let astral = if hs_lo <= hs_hi {
+                        (
+                            0x10000 + ((hs_lo - 0xD800) << 10),
+                            0x10000 + ((hs_hi - 0xD800) << 10) + 0x3FF,
+                        )
+                    } else {
+                        NONE
+                    };
+                    return Decoded::Pending([(lo, hi), astral]);
+                }
+                let h = hex(high);
+                if !(0xD800..=0xDBFF).contains(&h) {
+                    return Decoded::Char {
+                        cp: h,
+                        escaped: true,
+                    };
+                }
+                let base = 0x10000 + ((h - 0xD800) << 10);
+                let low = p.get(8..).unwrap_or(&[]);
+                if low.len() < 4 {
+                    let (lo, hi) = hex_range(low);
+                    let (lo, hi) = (lo.max(0xDC00), hi.min(0xDFFF));
+                    return Decoded::Pending([(base + lo - 0xDC00, base + hi - 0xDC00), NONE]);
+                }
+                Decoded::Char {
+                    cp: base + hex(low) - 0xDC00,
+                    escaped: true,
+                }
+            }
+            Some(&e) => Decoded::Char {
+                cp: match e {
+                    b'b' => 0x08,
+                    b'f' => 0x0C,
+                    b'n' => 0x0A,
+                    b'r' => 0x0D,
+                    b't' => 0x09,
+                    other => other as u32, // `"`, `\`, `/`
+                },
+                escaped: true,
+            },
+        },
+        lead if lead < 0x80 => Decoded::Char {
+            cp: lead as u32,
+            escaped: false,
+        },
+        lead => {
+            let n = match lead {
+                0xC0..=0xDF => 2,
+                0xE0..=0xEF => 3,
+                _ => 4,
+            };
+            let payload = |fill: u8| {
+                let mut v = (lead as u32) & (0x7F >> n);
+                for i in 1..n {
+                    v = (v << 6) | (p.get(i).copied().unwrap_or(fill) as u32 & 0x3F);
+                }
+                v
+            };
+            if p.len() == n {
+                Decoded::Char {
+                    cp: payload(0),
+                    escaped: false,
+                }
+            } else {
+                Decoded::Pending([(payload(0x80), payload(0xBF)), NONE])
+            }
+        }
+    }
+}
+
+impl Dfa {
+    /// The automaton of `json_string_except!(words…)` (see the module documentation for the
+    /// exact language), within `size_limit` bytes.
+    pub fn json_string_except(words: &[String], size_limit: usize) -> Result<Dfa, DfaError> {
+        let body = body()?;
+        let trie = Trie::new(words);
+        let mut p = CharSet([false; 128]);
+        for w in words {
+            for ch in w.chars() {
+                if (' '..='~').contains(&ch) && ch != '"' && ch != '\\' {
+                    p.0[ch as usize] = true;
+                }
+            }
+        }
+        // Bytes the trie tells apart: those of the words' characters and of escapes.
+        let mut special = [false; 256];
+        for w in words {
+            for b in w.bytes() {
+                special[b as usize] = true;
+            }
+        }
+        for &b in b"\\\"u/bfnrt0123456789abcdefABCDEF" {
+            special[b as usize] = true;
+        }
+        let (classes, reps) = product_classes(|b| {
+            let mine = if special[b as usize] { b as u32 + 1 } else { 0 };
+            (body.byte_class(b), mine)
+        });
+        let run_body = |bytes: &[u8]| {
+            bytes.iter().try_fold(body.start(), |s, &b| {
+                Some(body.next(s, b)).filter(|&t| t != DEAD)
+            })
+        };
+        let table = explore(
+            State::Open,
+            &reps,
+            |s, b| {
+                Ok(match *s {
+                    State::Open => (b == b'"').then_some(State::Trie {
+                        node: 0,
+                        partial: Partial::default(),
+                    }),
+                    State::Free(g) => Some(body.next(g, b))
+                        .filter(|&t| t != DEAD)
+                        .map(State::Free),
+                    State::Trie { node, partial } => {
+                        if partial.len == 0 && b == b'"' {
+                            // The closing quote: the value is this node's path.
+                            let is_word = node != NO_NODE && trie.word_end[node as usize];
+                            return Ok((!is_word).then(|| State::Free(body.next(body.start(), b))));
+                        }
+                        let Some(partial) = partial.with(b) else {
+                            return Ok(None);
+                        };
+                        let bytes = partial.as_slice();
+                        let Some(g) = run_body(bytes) else {
+                            return Ok(None);
+                        };
+                        match decode(bytes) {
+                            Decoded::Char { cp, escaped } => {
+                                if escaped && p.contains(cp) {
+                                    None
+                                } else {
+                                    match trie.child(node, cp) {
+                                        Some(child) => Some(State::Trie {
+                                            node: child,
+                                            partial: Partial::default(),
+                                        }),
+                                        None => Some(State::Free(g)),
+                                    }
+                                }
+                            }
+                            Decoded::Pending(ranges) => {
+                                let keeps_node = ranges
+                                    .iter()
+                                    .any(|&(lo, hi)| trie.child_outside_p_in(node, lo, hi, &p));
+                                if keeps_node {
+                                    Some(State::Trie { node, partial })
+                                } else if bytes[0] == b'\\'
+                                    && ranges.iter().any(|&(lo, hi)| lo <= hi && p.meets(lo, hi))
+                                {
+                                    Some(State::Trie {
+                                        node: NO_NODE,
+                                        partial,
+                                    })
+                                } else {
+                                    Some(State::Free(g))
+                                }
+                            }
+                        }
+                    }
+                })
+            },
+            |s| matches!(*s, State::Free(g) if body.is_accept(g)),
+            size_limit,
+        )?;
+        let (table, classes) = table.merge_equal_classes(classes);
+        Ok(table.finish(classes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+    use super::*;
+
+    /// The reference: a valid JSON string whose value is not a word, and which spells no
+    /// character of `P` with an escape while the decoded prefix is a prefix of a word.
+    fn reference(words: &[String], input: &[u8]) -> bool {
+        let Ok(value) = serde_json::from_slice::<String>(input) else {
+            return false;
+        };
+        if words.contains(&value) {
+            return false;
+        }
+        let in_p = |c: char| {
+            (' '..='~').contains(&c) && c != '"' && c != '\\' && words.iter().any(|w| w.contains(c))
+        };
+        // Walk the spellings (the input is valid JSON here).
+        let body = &input[1..input.len() - 1];
+        let (mut i, mut decoded) = (0, String::new());
+        while i < body.len() {
+            let (c, escaped, len) = if body[i] == b'\\' {
+                if body[i + 1] == b'u' {
+                    let h =
+                        u32::from_str_radix(std::str::from_utf8(&body[i + 2..i + 6]).unwrap(), 16)
+                            .unwrap();
+                    if (0xD800..0xDC00).contains(&h) {
+                        let l = u32::from_str_radix(
+                            std::str::from_utf8(&body[i + 8..i + 12]).unwrap(),
+                            16,
+                        )
+                        .unwrap();
+                        let cp = 0x10000 + ((h - 0xD800) << 10) + (l - 0xDC00);
+                        (char::from_u32(cp).unwrap(), true, 12)
+                    } else {
+                        (char::from_u32(h).unwrap(), true, 6)
+                    }
+                } else {
+                    let c = match body[i + 1] {
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        o => o as char,
+                    };
+                    (c, true, 2)
+                }
+            } else {
+                let c = std::str::from_utf8(&body[i..])
+                    .unwrap()
+                    .chars()
+                    .next()
+                    .unwrap();
+                (c, false, c.len_utf8())
+            };
+            let on_trie = words.iter().any(|w| w.starts_with(&decoded));
+            if on_trie && escaped && in_p(c) {
+                return false;
+            }
+            decoded.push(c);
+            i += len;
+        }
+        true
+    }
+
+    const CHARS: &[char] = &[
+        'a', 'b', 'A', '/', ' ', '"', '\\', '\n', '\u{1f}', 'é', '€', '😀', 'z',
+    ];
+
+    /// One random JSON spelling of `c` (raw, short escape, `\u` in either case).
+    fn spell(c: char, rng: &mut SmallRng, out: &mut Vec<u8>) {
+        let short = match c {
+            '"' => Some(b'"'),
+            '\\' => Some(b'\\'),
+            '/' => Some(b'/'),
+            '\n' => Some(b'n'),
+            _ => None,
+        };
+        let raw_ok = c >= ' ' && c != '"' && c != '\\';
+        match rng.gen_range(0..3) {
+            0 if raw_ok => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            1 if short.is_some() => out.extend_from_slice(&[b'\\', short.unwrap()]),
+            _ => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    let h = format!("\\u{u:04x}");
+                    let h = if rng.gen() {
+                        h.to_uppercase().replace("\\U", "\\u")
+                    } else {
+                        h
+                    };
+                    out.extend_from_slice(h.as_bytes());
+                }
+            }
+        }
+    }
+
+    fn random_word(rng: &mut SmallRng) -> String {
+        let n = rng.gen_range(0..4);
+        (0..n)
+            .map(|_| CHARS[rng.gen_range(0..CHARS.len())])
+            .collect()
+    }
+
+    #[test]
+    fn matches_the_reference_on_random_spellings() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        for round in 0..300 {
+            let words: Vec<String> = (0..rng.gen_range(0..5))
+                .map(|_| random_word(&mut rng))
+                .collect();
+            let dfa = Dfa::json_string_except(&words, 1 << 24).unwrap();
+            for _ in 0..400 {
+                // Mostly a word or a near-word, spelled at random; sometimes damaged.
+                let mut chars: Vec<char> = if !words.is_empty() && rng.gen_bool(0.6) {
+                    words[rng.gen_range(0..words.len())].chars().collect()
+                } else {
+                    random_word(&mut rng).chars().collect()
+                };
+                if rng.gen_bool(0.3) {
+                    chars.push(CHARS[rng.gen_range(0..CHARS.len())]);
+                }
+                let mut input = vec![b'"'];
+                for &c in &chars {
+                    spell(c, &mut rng, &mut input);
+                }
+                input.push(b'"');
+                if rng.gen_bool(0.15) {
+                    let at = rng.gen_range(0..input.len());
+                    input[at] =
+                        [b'\\', b'u', b'"', b'x', 0xC3, 0xA9, b'0', 0x80][rng.gen_range(0..8)];
+                }
+                assert_eq!(
+                    dfa.matches(&input),
+                    reference(&words, &input),
+                    "round {round}, words {words:?}, input {:?}",
+                    String::from_utf8_lossy(&input)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn named_cases() {
+        let words: Vec<String> = ["apiVersion", "kind", "é", "a\"b"]
+            .map(String::from)
+            .to_vec();
+        let dfa = Dfa::json_string_except(&words, 1 << 24).unwrap();
+        for s in [
+            &b"\"apiVersio\""[..],
+            b"\"kinds\"",
+            b"\"\\u00e8\"",
+            b"\"a\\\"\"",
+            b"\"\"",
+        ] {
+            assert!(dfa.matches(s), "{}", String::from_utf8_lossy(s));
+        }
+        for s in [
+            &b"\"apiVersion\""[..],
+            b"\"kind\"",
+            b"\"\\u00E9\"",
+            b"\"\xc3\xa9\"",
+            b"\"a\\u0022b\"",
+            b"\"\\u0061pi\"",
+        ] {
+            assert!(!dfa.matches(s), "{}", String::from_utf8_lossy(s));
+        }
+        // Off the trie every spelling is fine.
+        assert!(dfa.matches(b"\"x\\u0061\""));
+    }
+
+    #[test]
+    fn size_is_linear_in_the_words() {
+        let words: Vec<String> = (0..2000).map(|i| format!("property_name_{i}")).collect();
+        let dfa = Dfa::json_string_except(&words, 1 << 26).unwrap();
+        // Trie nodes (~2,400 here) plus a few dozen shared escape and body states.
+        assert!(dfa.state_count() < 3_000, "{}", dfa.state_count());
+    }
+}
