@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from typing import Any
 
 import jsonschema
@@ -111,3 +112,22 @@ def test_bounded_keys_are_exact() -> None:
         for a in (False, True):
             doc = json.dumps({key: 1}, ensure_ascii=a, separators=(", ", ": ")).encode("utf-8")
             assert g.accepts(doc) == want, (doc, want)
+
+
+@pytest.mark.parametrize("bound", [65_536, 1 << 20])
+def test_format_with_a_bound_too_large_to_unroll_is_exact(bound: int) -> None:
+    # Deciding emptiness of `uri ∧ length <= bound` by unrolling the bound exceeded the
+    # translator's automaton budget; that sent the schema to the length-split subset (a
+    # SchemaSubsetWarning, and KBNF repetitions whose masks took ~20 ms each). The engine's
+    # `json_len!` counts instead.
+    schema = {"type": "string", "format": "uri", "minLength": 1, "maxLength": bound}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kbnf = to_kbnf(schema)
+    assert "json_len!" in kbnf
+    g = compile_grammar(kbnf)
+    long_path = "https://example.com/" + "a" * 70_000
+    for value in ["http://proxy.example.com", "urn:x", long_path[: bound - 1], long_path]:
+        valid = len(value) <= bound
+        assert g.accepts(json.dumps(value).encode()) == valid, value[:40]
+    assert not g.accepts(b'"no scheme"')

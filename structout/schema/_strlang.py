@@ -660,8 +660,13 @@ def _length_bounded(f: Formula, max_regex_size: int, key_mode: bool) -> Realized
     folded = restrict_length(node, lo, hi)
     if folded is not None:
         return folded
-    if is_empty(f_and(f_re(node), f_len(lo, hi))):
-        return rx.NONE
+    try:
+        if is_empty(f_and(f_re(node), f_len(lo, hi))):
+            return rx.NONE
+    except am.AutomatonTooLarge:
+        # Too large to decide here (a bound in the tens of thousands unrolled): the engine's
+        # `json_len!` counts instead of unrolling, and a terminal with no string is pruned there.
+        pass
     return LengthBounded(node, lo, hi)
 
 
