@@ -5,6 +5,7 @@ Invariant: rule names are unique (``fresh``); identical regex terminals share on
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from .._ir import Unsupported
@@ -25,10 +26,7 @@ class RuleSet:
         self.used_names: set[str] = set()
 
     def fresh(self, hint: str) -> str:
-        hint = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "r"
-        if not (hint[0].isalpha() or hint[0] == "_"):
-            hint = "r_" + hint
-        hint = hint[:48]
+        hint = _rule_name_base(hint)
         n = self.counter.get(hint, 0)
         while True:
             name = hint if n == 0 else f"{hint}_{n}"
@@ -110,22 +108,34 @@ class RuleSet:
                     queue.append(name)
         if "start" not in productive:
             raise Unsupported("the schema accepts no value at all (every branch is empty)", "")
-        keep: dict[str, list[Alt]] = {}
+        # Kept alternatives with their references (all to productive, hence kept, rules).
+        keep: dict[str, list[tuple[Alt, list[str]]]] = {}
         for name, alts in rules.items():
             if name in productive:
                 keep[name] = [
-                    a for a, deps in zip(alts, refs[name]) if all(t in productive for t in deps)
+                    (a, deps)
+                    for a, deps in zip(alts, refs[name])
+                    if all(t in productive for t in deps)
                 ]
         reach: set[str] = set()
         stack = ["start"]
         while stack:
             nm_ = stack.pop()
-            if nm_ in reach or nm_ not in keep:
+            if nm_ in reach:
                 continue
             reach.add(nm_)
-            for a in keep[nm_]:
-                stack.extend(t for t in alt_refs(a) if t in keep)
-        self.rules = {k: v for k, v in keep.items() if k in reach}
+            for _, deps in keep[nm_]:
+                stack.extend(deps)
+        self.rules = {k: [a for a, _ in v] for k, v in keep.items() if k in reach}
+
+
+@lru_cache(maxsize=4096)
+def _rule_name_base(hint: str) -> str:
+    """A KBNF rule name made from a hint (hints repeat: property and definition names)."""
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "r"
+    if not (base[0].isalpha() or base[0] == "_"):
+        base = "r_" + base
+    return base[:48]
 
 
 def rep(seq: Alt, lo: int, hi: int | None) -> Sym:
