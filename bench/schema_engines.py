@@ -133,7 +133,8 @@ def find_memo_tables(package: str) -> list[tuple[str, Callable[[], Any]]]:
     """Module-level memo tables of ``package``'s loaded modules, as ``(name, clear)``: functions
     wrapped in ``functools.lru_cache`` (except zero-argument ones: constant tables such as the
     Unicode category table, computed once per process), objects of a class whose name contains
-    "Cache" with a ``clear()`` method, and dicts whose module-level name contains "cache"."""
+    "Cache" or is "LRU" (``structout.lru.LRU``, e.g. the terminal-text cache) with a ``clear()``
+    method, and dicts whose module-level name contains "cache"."""
     found: list[tuple[str, Callable[[], Any]]] = []
     seen: set[int] = set()
     for mod_name, mod in sorted(sys.modules.items()):
@@ -142,7 +143,8 @@ def find_memo_tables(package: str) -> list[tuple[str, Callable[[], Any]]]:
         for attr, obj in list(vars(mod).items()):
             if id(obj) in seen or isinstance(obj, type) or inspect.ismodule(obj):
                 continue
-            cache_object = "cache" in type(obj).__name__.lower() and callable(
+            kind = type(obj).__name__.lower()
+            cache_object = ("cache" in kind or kind == "lru") and callable(
                 getattr(obj, "clear", None)
             )
             cache_dict = isinstance(obj, dict) and "cache" in attr.lower()

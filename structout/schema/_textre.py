@@ -303,6 +303,22 @@ def _quant(lo: int, hi: int | None) -> str:
 
 def to_rust(node: rx.Node) -> str:
     """Print an AST as a regex (Rust ``regex`` syntax, also valid for Python ``re``)."""
+    text = _CONSTANT_TEXTS.get(node)
+    return text if text is not None else _print(node)
+
+
+#: Texts of regexes nearly every grammar holds (the generic JSON string, number, integer),
+#: printed once per process by :func:`print_once` when their modules load.
+_CONSTANT_TEXTS: dict[rx.Node, str] = {}
+
+
+def print_once(node: rx.Node) -> rx.Node:
+    """Registers ``node`` as a constant whose text :func:`to_rust` returns without printing."""
+    _CONSTANT_TEXTS[node] = _print(node)
+    return node
+
+
+def _print(node: rx.Node) -> str:
     memo: dict[int, tuple[rx.Node, str]] = {}
 
     def pr(n: rx.Node) -> str:

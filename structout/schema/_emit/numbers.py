@@ -11,6 +11,10 @@ from .base import EmitterBase
 from .regex_rules import fits
 from .rules import Sym
 
+# Nearly every grammar holds these: printed once per process.
+tr.print_once(nm.GENERIC_NUMBER)
+tr.print_once(nm.GENERIC_INTEGER)
+
 
 class NumberRules(EmitterBase):
     def number(self, node: Node) -> Sym | None:

@@ -21,6 +21,8 @@ class RuleSet:
 
     def __init__(self) -> None:
         self.rules: dict[str, list[Alt]] = {}
+        # The printed text of each rule's alternatives, in the order of ``rules[name]``.
+        self.texts: dict[str, list[str]] = {}
         self.term_memo: dict[str, str] = {}
         self.counter: dict[str, int] = {}
         self.used_names: set[str] = set()
@@ -39,13 +41,16 @@ class RuleSet:
 
     def add_rule(self, name: str, alts: list[Alt]) -> None:
         uniq: list[Alt] = []
+        texts: list[str] = []
         seen: set[str] = set()
         for a in alts:
             key = render_alt(a)  # alternatives hold lists (unhashable); their text is a key
             if key not in seen:
                 seen.add(key)
                 uniq.append(a)
+                texts.append(key)
         self.rules[name] = uniq
+        self.texts[name] = texts
 
     def terminal(self, regex_text: str, hint: str) -> Sym:
         """A named rule holding one regex terminal (shared by identical regexes)."""
@@ -67,13 +72,13 @@ class RuleSet:
         self._prune()
         lines = []
         if ws_max is not None:
-            self.rules["ws"] = [["''"], [f'#"[ \\t\\n\\r]{{1,{ws_max}}}"']]
+            self.add_rule("ws", [["''"], [f'#"[ \\t\\n\\r]{{1,{ws_max}}}"']])
         order = ["start"] + [k for k in self.rules if k != "start"]
         for name in order:
-            alts = self.rules.get(name)
-            if not alts:
+            texts = self.texts.get(name)
+            if not texts:
                 continue
-            body = " | ".join(render_alt(a) for a in alts)
+            body = " | ".join(texts)
             lines.append(f"{name} ::= {body};")
         return "\n".join(lines) + "\n"
 
@@ -108,13 +113,13 @@ class RuleSet:
                     queue.append(name)
         if "start" not in productive:
             raise Unsupported("the schema accepts no value at all (every branch is empty)", "")
-        # Kept alternatives with their references (all to productive, hence kept, rules).
-        keep: dict[str, list[tuple[Alt, list[str]]]] = {}
+        # Kept alternatives (with their texts) and their references, all to productive rules.
+        keep: dict[str, list[tuple[Alt, str, list[str]]]] = {}
         for name, alts in rules.items():
             if name in productive:
                 keep[name] = [
-                    (a, deps)
-                    for a, deps in zip(alts, refs[name])
+                    (a, text, deps)
+                    for a, text, deps in zip(alts, self.texts[name], refs[name])
                     if all(t in productive for t in deps)
                 ]
         reach: set[str] = set()
@@ -124,9 +129,10 @@ class RuleSet:
             if nm_ in reach:
                 continue
             reach.add(nm_)
-            for _, deps in keep[nm_]:
+            for _, _, deps in keep[nm_]:
                 stack.extend(deps)
-        self.rules = {k: [a for a, _ in v] for k, v in keep.items() if k in reach}
+        self.rules = {k: [a for a, _, _ in v] for k, v in keep.items() if k in reach}
+        self.texts = {k: [t for _, t, _ in v] for k, v in keep.items() if k in reach}
 
 
 @lru_cache(maxsize=4096)
