@@ -13,13 +13,11 @@ from .regex_rules import fits
 from .rules import Sym
 from .text_cache import TERMINAL_TEXTS
 
-#: Any JSON string literal (printed once per process).
-GENERIC_STRING = tr.print_once(tr.json_string_regex(rx.rep(rx.ANYCHAR, 0, None)))
-
-
 class StringRules(RegexFormatRules):
     def generic_string(self) -> Sym:
-        return self.terminal(tr.to_rust(GENERIC_STRING), "json_string")
+        """Any JSON string: the engine's ``json_string_except!()`` (no words to avoid), which
+        it builds without parsing or determinizing a regex."""
+        return self.shared_rule(["json_string_except!()"], "json_string")
 
     def string(
         self, f: sl.Formula, node: Node | None, hint: str, compact: bool = False
