@@ -660,6 +660,9 @@ def _length_bounded(f: Formula, max_regex_size: int, key_mode: bool) -> Realized
     folded = restrict_length(node, lo, hi)
     if folded is not None:
         return folded
+    shortest = _shortest(node)
+    if shortest is not None and lo <= shortest <= hi:
+        return LengthBounded(node, lo, hi)  # the shortest string fits: not empty
     try:
         if is_empty(f_and(f_re(node), f_len(lo, hi))):
             return rx.NONE
@@ -668,6 +671,35 @@ def _length_bounded(f: Formula, max_regex_size: int, key_mode: bool) -> Realized
         # `json_len!` counts instead of unrolling, and a terminal with no string is pruned there.
         pass
     return LengthBounded(node, lo, hi)
+
+
+def _shortest(node: rx.Node) -> int | None:
+    """The length of the shortest string of ``node``; None when it has none (or holds an
+    assertion, not decided here), so that None never claims a string exists."""
+    t = node[0]
+    if t == "eps":
+        return 0
+    if t == "none":
+        return None
+    if t == "set":
+        return 1 if node[1] else None
+    if t == "cat":
+        total = 0
+        for x in node[1]:
+            n = _shortest(x)
+            if n is None:
+                return None
+            total += n
+        return total
+    if t == "alt":
+        lengths = [n for n in map(_shortest, node[1]) if n is not None]
+        return min(lengths) if lengths else None
+    if t == "rep":
+        if node[2] == 0:
+            return 0
+        n = _shortest(node[1])
+        return None if n is None else n * int(node[2])
+    return None  # (assertions: not decided here)
 
 
 def _length_product(f: Formula) -> am.DFA | None:

@@ -13,6 +13,7 @@ from .regex_rules import fits
 from .rules import Sym
 from .text_cache import TERMINAL_TEXTS
 
+
 class StringRules(RegexFormatRules):
     def generic_string(self) -> Sym:
         """Any JSON string: the engine's ``json_string_except!()`` (no words to avoid), which
