@@ -131,3 +131,44 @@ def test_format_with_a_bound_too_large_to_unroll_is_exact(bound: int) -> None:
         valid = len(value) <= bound
         assert g.accepts(json.dumps(value).encode()) == valid, value[:40]
     assert not g.accepts(b'"no scheme"')
+
+
+def test_shortest_string_length_against_enumeration() -> None:
+    # `_length_bounded` skips its emptiness check when the shortest string fits the bound; a
+    # length that is too small (an empty branch counted, a repetition misread) would let an empty
+    # language through. Compared with the strings of finite nodes, and known infinite ones.
+    from structout.schema import _regex as rx
+    from structout.schema._strlang import _shortest
+
+    a, b = rx.lit("a"), rx.lit("bc")
+    finite = [
+        rx.alt(rx.cat(a, a), rx.rep(a, 4, 4)),
+        rx.rep(rx.alt(a, b), 2, 3),
+        rx.cat(rx.rep(a, 0, 2), b),
+        rx.alt(rx.cat(rx.lit("x"), rx.NONE), b),
+        rx.cat(a, rx.rep(b, 1, 2), rx.alt(rx.EPS, a)),
+    ]
+    for node in finite:
+        words = rx.finite_strings(node, 1000)
+        assert words is not None
+        assert _shortest(node) == (min(map(len, words)) if words else None), node
+    assert _shortest(rx.NONE) is None
+    assert _shortest(rx.cat(a, rx.NONE)) is None
+    assert _shortest(rx.cat(rx.rep(a, 3, None), b)) == 5
+    assert _shortest(rx.rep(rx.NONE, 0, None)) == 0
+
+
+def test_length_bounds_that_no_string_of_the_pattern_meets_are_empty() -> None:
+    # Shortest string "aa" (2) below the bound, and "aaaa" (4) above it: empty. The quick
+    # "shortest string fits" test must not claim otherwise.
+    from structout.errors import UnsupportedSchemaError
+
+    empty = {"type": "string", "pattern": "^(aa|aaaa)$", "minLength": 3, "maxLength": 3}
+    with pytest.raises(UnsupportedSchemaError):
+        to_kbnf(empty)
+    g = compile_grammar(to_kbnf({"anyOf": [empty, {"type": "integer"}]}))
+    assert g.accepts(b"1")
+    assert not any(g.accepts(json.dumps(s).encode()) for s in ["aa", "aaa", "aaaa"])
+    fits = {"type": "string", "pattern": "^(aa|aaaa)$", "minLength": 2, "maxLength": 3}
+    g = compile_grammar(to_kbnf(fits))
+    assert [g.accepts(json.dumps(s).encode()) for s in ["aa", "aaaa"]] == [True, False]
