@@ -303,10 +303,17 @@ def test_llama3_small_grammars(llama3: tuple[Any, Any]) -> None:
         (COUNTED_EMAIL, '"john.doe@example.com"'),
         (COUNTED_NEAR_MAX, '{"e": "ab@cd.io"}'),
         (COUNTED_NEAR_MAX, '{"e": "abc@de.fgh"}'),
+        (COUNTED_BODY, '{"k": "héllo wörld"}'),
+        (COUNTED_BODY, '{"k": "日本語のテキストです"}'),
+        (COUNTED_BODY, '{"k": "a\\u00e9\\n 😀 xyz"}'),
+        (COUNTED_BODY, '{"k": "1920x1080"}'),
+        (COUNTED_TEXT, "<héllo 日本>"),
+        (COUNTED_TEXT, "<abcdefghi>"),
     ]
     rng = random.Random(5)
+    small_limit = (COUNTED_NEAR_MAX, COUNTED_BODY, COUNTED_TEXT)
     for i, (grammar, text) in enumerate(cases):
-        limits = {"dfa_size_limit": 48 << 10} if grammar is COUNTED_NEAR_MAX else {}
+        limits = {"dfa_size_limit": 48 << 10} if grammar in small_limit else {}
         g = so.compile_kbnf(grammar, vocab, **limits)
         tokens = tok.encode(text, add_special_tokens=False).ids
         full = _positions(len(tokens), 3, rng)
@@ -538,6 +545,17 @@ EXCEPT_PARAGRAPH = r"""start ::= except!('\n\n', 20) '\n\n' 'end' ;"""
 # `json_len!` bounds too large to tabulate: length-counted terminals (count beside the state).
 COUNTED_WORDS = r"""start ::= '{"k": "' json_len!(#"(?:[a-z]+ )*[a-z]+", 2, 100000) '"}' ;"""
 COUNTED_EMAIL = r"""start ::= '"' json_len!(#"[a-z.]+@[a-z]+(?:\.[a-z]+)+", 6, 50000) '"' ;"""
+# Free text under a count (every JSON string body with a `maxLength`): masks take the counted-text
+# shortcut (slice tokens by their character counts), which must agree with the walk. Counted
+# because `dfa_size_limit` is small; `len!` counts at a character's first byte, `json_len!` at its
+# last.
+JSON_BODY = (
+    r"(?:[ !\#-\[\]-\uD7FF\uE000-\U0010FFFF]|\x5C[\x22/\x5Cbfnrt]"
+    r"|\x5Cu(?:[0-9A-Ca-c][0-9A-Fa-f]{3}|[Dd][0-7][0-9A-Fa-f]{2}|[EFef][0-9A-Fa-f]{3})"
+    r"|\x5Cu[Dd][89ABab][0-9A-Fa-f]{2}\x5Cu[Dd][C-Fc-f][0-9A-Fa-f]{2})*"
+)
+COUNTED_BODY = 'start ::= \'{"k": "\' json_len!(#"' + JSON_BODY + '", 3, 12) \'"}\' ;'
+COUNTED_TEXT = r"""start ::= '<' len!(#"[^<>]*", 0, 9) '>' ;"""
 # A small bound, counted because `dfa_size_limit` is small: masks near the maximum.
 COUNTED_NEAR_MAX = (
     r"""start ::= '{"e": "' json_len!(#"[a-z.]+@[a-z]+(?:\.[a-z]+)+", 6, 12) '"}' ;"""

@@ -134,6 +134,17 @@ impl Counter {
         k
     }
 
+    /// Whether `(t, n)` is a live state: `n <= max` and `t` can still reach acceptance from `n`.
+    pub(super) fn is_live(&self, t: u32, n: u32) -> bool {
+        t != DEAD && n <= self.max && self.live(t, n)
+    }
+
+    /// Whether the base transition from `t` on `byte` completes a character.
+    pub(super) fn increments(&self, base: &Dfa, t: u32, byte: u8) -> bool {
+        let i = (t * base.stride + u32::from(base.classes[byte as usize])) as usize;
+        self.inc[i] == 1
+    }
+
     pub(super) fn state_count(&self, base_states: usize) -> usize {
         base_states * self.width as usize
     }

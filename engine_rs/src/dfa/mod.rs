@@ -242,6 +242,21 @@ impl Dfa {
         let (t, n) = c.parts(state);
         Some((t, c.slack(n, cap)))
     }
+    /// For a length-counted automaton: `(base state, count)` of `state`.
+    pub fn counted_state(&self, state: u32) -> Option<(u32, u32)> {
+        Some(self.counter.as_ref()?.parts(state))
+    }
+    /// For a length-counted automaton: whether base state `t` with `n` characters is alive.
+    pub fn counted_live(&self, t: u32, n: u32) -> bool {
+        self.counter.as_ref().is_some_and(|c| c.is_live(t, n))
+    }
+    /// For a length-counted automaton: whether the base transition from `t` on `byte` completes
+    /// a character (`false` for other automata).
+    pub fn counted_increments(&self, t: u32, byte: u8) -> bool {
+        self.counter
+            .as_ref()
+            .is_some_and(|c| c.increments(self, t, byte))
+    }
     /// Number of state ids (for a length-counted automaton, ids of (base state, count) pairs).
     pub fn state_count(&self) -> usize {
         match &self.counter {

@@ -791,7 +791,10 @@ mod tests {
         assert!(matches!(&items[1].kind, ExprKind::JsonStringExcept(w) if w.is_empty()));
         for (text, expected) in [
             ("s ::= json_string_except!(a);", "expected a string literal"),
-            ("s ::= json_string_except!('a',);", "expected a string literal"),
+            (
+                "s ::= json_string_except!('a',);",
+                "expected a string literal",
+            ),
             ("s ::= json_string_except!('a' 'b');", "expected `)`"),
             ("s ::= json_string_except!('\\xff');", "not valid UTF-8"),
         ] {

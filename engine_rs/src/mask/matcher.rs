@@ -242,17 +242,22 @@ impl Matcher {
         }
         let cg = self.cg.clone();
         let first = self.rec.allowed_bytes();
-        let stable_text = {
+        let (stable_text, counted_room) = {
             let mut scan = self.rec.scan_terminals();
             match (scan.next(), scan.next()) {
-                (Some(it), None) => cg.is_slice_stable(it.sym, it.state),
-                _ => false,
+                (Some(it), None) if cg.is_slice_stable(it.sym, it.state) => (true, None),
+                _ => (false, cg.counted_text_room(self.rec.scan_terminals())),
             }
         };
         if stable_text {
             // Inside free text: every slice token, plus the rest decided by their suffixes.
             out.copy_from_slice(&cg.index.all_slices);
             walk_subtree(&mut self.rec, &cg.index.suffixes, 0, Some(&first), out)?;
+        } else if let Some(room) = counted_room {
+            // Inside length-counted free text: the slice tokens that fit the count, plus the rest
+            // walked (the count changes along a token, so no suffix shortcut).
+            out.copy_from_slice(cg.index.slices_with_leads_upto(room));
+            walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out)?;
         } else if !first.is_empty() {
             let mut key = std::mem::take(&mut self.key);
             let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);

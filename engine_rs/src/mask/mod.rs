@@ -6,7 +6,10 @@
 //! only for the terminals its sequences reach). It is immutable to its users (the lazily built
 //! tables are write-once) and shared; compiled grammars are cached by
 //! (grammar text, options, vocabulary fingerprint) in [`cache`]. A [`Matcher`] holds one sequence's
-//! recognizer and computes bitmasks by walking the token tries with recognizer push/pop.
+//! recognizer and computes bitmasks by walking the token tries with recognizer push/pop, except
+//! inside free text: a terminal state that all slice text leaves alive and in place takes every
+//! slice token wholesale, and a length-counted one the slice tokens that start few enough
+//! characters; only the other tokens are walked.
 
 mod apply;
 pub mod cache;
@@ -22,6 +25,7 @@ pub use apply::{apply_bitmask, Logit};
 pub use matcher::Matcher;
 pub use slices::TokenIndex;
 
+use crate::earley::ScanItem;
 use crate::grammar::Grammar;
 use crate::lnf::LSym;
 use crate::vocab::Vocabulary;
@@ -134,6 +138,8 @@ struct SliceTables {
     depths: Vec<u8>,
     /// Slice-stable states (see [`TokenIndex::slice_stable`]); empty for counted automata.
     stable: Vec<bool>,
+    /// For a length-counted automaton, per base state: see [`TokenIndex::counted_tables`].
+    counted_reach: Vec<slices::CountedText>,
 }
 
 impl CompiledGrammar {
@@ -164,13 +170,19 @@ impl CompiledGrammar {
                 return SliceTables::default();
             }
             if let Some(base) = dfa.counted_base() {
+                let (depths, counted_reach) = self.index.counted_tables(&base, dfa);
                 return SliceTables {
-                    depths: self.index.slice_depths(&base),
+                    depths,
                     stable: Vec::new(),
+                    counted_reach,
                 };
             }
             let (depths, stable) = self.index.slice_tables(dfa);
-            SliceTables { depths, stable }
+            SliceTables {
+                depths,
+                stable,
+                counted_reach: Vec::new(),
+            }
         })
     }
 
@@ -206,7 +218,14 @@ impl CompiledGrammar {
             .tables
             .iter()
             .filter_map(|t| t.get())
-            .map(|t| t.depths.len() + t.stable.len())
+            .map(|t| {
+                t.depths.len()
+                    + t.stable.len()
+                    + t.counted_reach
+                        .iter()
+                        .map(|r| 16 + r.as_ref().map_or(0, |r| r.len() * 4))
+                        .sum::<usize>()
+            })
             .sum();
         self.grammar.memory_usage()
             + self.tables.len() * std::mem::size_of::<OnceLock<SliceTables>>()
@@ -284,6 +303,52 @@ impl CompiledGrammar {
                 .unwrap_or(false),
             _ => false,
         }
+    }
+
+    /// For the terminals scanned now: when one is a length-counted terminal in state `(t, n)`
+    /// with `t` in free text (see [`TokenIndex::counted_tables`]) and every other is a literal
+    /// whose next byte starts no slice token (the closing quote), how many more characters every
+    /// state of that text accepts, provided the first count that kills one kills them all (then
+    /// the slice tokens allowed are exactly those with at most that many lead bytes). `None`
+    /// otherwise.
+    fn counted_text_room(&self, scanned: impl Iterator<Item = ScanItem>) -> Option<usize> {
+        let lnf = self.grammar.lnf();
+        let mut room = None;
+        for it in scanned {
+            match it.sym {
+                LSym::Lit(l) if !self.index.starts_slice(lnf.literal(l)[it.state as usize]) => {}
+                LSym::Regex(d) if room.is_none() => room = Some(self.counted_room(d, it.state)?),
+                _ => return None,
+            }
+        }
+        room
+    }
+
+    /// `K` such that every state of the text is alive at counts `n ..= n + K` and none at
+    /// `n + K + 1` (or `K` reaches the most characters a slice token starts).
+    fn counted_room(&self, d: u32, state: u32) -> Option<usize> {
+        let dfa = &self.grammar.lnf().dfas[d as usize];
+        let (t, n) = dfa.counted_state(state)?;
+        let reach = self
+            .slice_tables(d)
+            .counted_reach
+            .get(t as usize)?
+            .as_deref()?;
+        let cap = self.index.max_slice_leads();
+        for k in 0..=cap {
+            let count = n.saturating_add(k as u32);
+            let live = reach
+                .iter()
+                .filter(|&&s| dfa.counted_live(s, count))
+                .count();
+            if live == 0 && k > 0 {
+                return Some(k - 1);
+            }
+            if live < reach.len() {
+                return None;
+            }
+        }
+        Some(cap)
     }
 
     /// Slice depth of a scanned terminal in a given state (0 when it cannot take slices).

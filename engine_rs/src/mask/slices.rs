@@ -11,6 +11,8 @@
 //! completable) keeps the input completable: the bucket's bitmask is added without walking its trie.
 //! This is exact, never an approximation: buckets that do not qualify are walked.
 
+use std::sync::OnceLock;
+
 use crate::dfa::{Dfa, DEAD};
 use crate::vocab::{TokenTrie, Vocabulary};
 
@@ -19,6 +21,13 @@ pub const DEPTH_CAP: u8 = u8::MAX;
 
 /// Upper bounds (bytes, inclusive) of the slice buckets; the last bucket takes the rest.
 const BUCKET_BOUNDS: [usize; 3] = [6, 16, 48];
+
+/// Per base state of a length-counted automaton: the base states its free text visits (see
+/// [`TokenIndex::counted_tables`]), or `None`.
+pub type CountedText = Option<Box<[u32]>>;
+
+/// Length-counted automata whose base has more states than this get no counted-text shortcut.
+const MAX_COUNTED_TEXT_STATES: usize = 512;
 
 /// DFAs larger than this get no slice depths (their masks are always walked).
 const MAX_STATES_FOR_DEPTHS: usize = 50_000;
@@ -45,6 +54,12 @@ pub struct TokenIndex {
     pub suffixes: TokenTrie,
     pub words: usize,
     slice_dfa: Dfa,
+    /// Every slice token with the number of characters it starts (its bytes outside
+    /// `0x80..=0xBF`, capped at 255), for length-counted terminals.
+    slice_leads: Vec<(u32, u8)>,
+    /// `leads_upto[r]`: the mask of slice tokens starting at most `r` characters, built on first
+    /// use (`r` below the largest count; above it, `all_slices`).
+    leads_upto: Vec<OnceLock<Vec<u32>>>,
 }
 
 impl TokenIndex {
@@ -52,12 +67,15 @@ impl TokenIndex {
         let slice_dfa = Dfa::from_regex(SLICE_REGEX, 1 << 20).expect("fixed slice regex compiles");
         let words = vocab.size().div_ceil(32);
         let mut groups: Vec<Vec<(u32, &[u8])>> = vec![Vec::new(); BUCKET_BOUNDS.len() + 1];
+        let mut slice_leads = Vec::new();
         let mut rest = Vec::new();
         let mut suffixes = Vec::new();
         for (id, bytes) in vocab.text_tokens() {
             // Members are prefixes of words of `L` (a trailing partial UTF-8 character is fine):
             // slice depths are defined over such prefixes.
             if is_slice_prefix(&slice_dfa, bytes) {
+                let leads = bytes.iter().filter(|&&b| !is_continuation(b)).count();
+                slice_leads.push((id, leads.min(255) as u8));
                 let b = BUCKET_BOUNDS
                     .iter()
                     .position(|&m| bytes.len() <= m)
@@ -68,6 +86,7 @@ impl TokenIndex {
                 suffixes.push((id, &bytes[longest_slice_prefix(&slice_dfa, bytes)..]));
             }
         }
+        let max_leads = slice_leads.iter().map(|&(_, k)| usize::from(k)).max();
         let buckets: Vec<SliceBucket> = groups
             .into_iter()
             .filter(|g| !g.is_empty())
@@ -96,7 +115,86 @@ impl TokenIndex {
             suffixes: TokenTrie::build(suffixes).expect("suffixes of valid tokens"),
             words,
             slice_dfa,
+            leads_upto: (0..=max_leads.unwrap_or(0))
+                .map(|_| OnceLock::new())
+                .collect(),
+            slice_leads,
         }
+    }
+
+    /// Whether some slice token starts with `byte`.
+    pub fn starts_slice(&self, byte: u8) -> bool {
+        self.slice_dfa.next(self.slice_dfa.start(), byte) != DEAD
+    }
+
+    /// The most characters a slice token starts.
+    pub fn max_slice_leads(&self) -> usize {
+        self.leads_upto.len() - 1
+    }
+
+    /// The mask of the slice tokens that start at most `r` characters.
+    pub fn slices_with_leads_upto(&self, r: usize) -> &[u32] {
+        if r >= self.max_slice_leads() {
+            return &self.all_slices;
+        }
+        self.leads_upto[r].get_or_init(|| {
+            let mut mask = vec![0u32; self.words];
+            for &(id, leads) in &self.slice_leads {
+                if usize::from(leads) <= r {
+                    mask[id as usize / 32] |= 1 << (id % 32);
+                }
+            }
+            mask
+        })
+    }
+
+    /// The slice depths of a length-counted automaton's base (see [`slice_depths`]) and, per base
+    /// state `t`, the base states that slice text read from `t` visits, when no slice text kills
+    /// `t` and every such path counts each character at its first byte (as `len!` and `json_len!`
+    /// do; `None` otherwise).
+    ///
+    /// From a counted state `(t, n)` with such a `t`, a slice token starting `k` characters
+    /// visits counts `n ..= n + k` at states of that set and nothing else decides its fate: when
+    /// the whole set is alive at each of those counts the token is allowed, and when the whole set
+    /// is dead at one of them it is not — so the mask is the slice tokens starting few enough
+    /// characters (see [`TokenIndex::slices_with_leads_upto`]).
+    pub fn counted_tables(&self, base: &Dfa, counted: &Dfa) -> (Vec<u8>, Vec<CountedText>) {
+        let slice = &self.slice_dfa;
+        let moves = slice_moves(base, slice);
+        let depths = depths_with(base, slice, &moves);
+        let nu = slice.state_count();
+        // Each state's walk visits at most every (base, slice) pair: bounded work per automaton.
+        let small = base.state_count() <= MAX_COUNTED_TEXT_STATES;
+        let reach = depths
+            .iter()
+            .enumerate()
+            .map(|(t, &depth)| {
+                // Only states no slice text kills within the cap (the walk checks the rest).
+                if !small || t == DEAD as usize || depth != DEPTH_CAP {
+                    return None;
+                }
+                let mut seen = rustc_hash::FxHashSet::default();
+                let mut stack = vec![(t as u32, slice.start())];
+                seen.insert(t * nu + slice.start() as usize);
+                let mut states = vec![t as u32];
+                while let Some((s, u)) = stack.pop() {
+                    for &(b, u2) in &moves[u as usize] {
+                        let s2 = base.next(s, b);
+                        if s2 == DEAD || counted.counted_increments(s, b) == is_continuation(b) {
+                            return None;
+                        }
+                        if seen.insert(s2 as usize * nu + u2 as usize) {
+                            states.push(s2);
+                            stack.push((s2, u2));
+                        }
+                    }
+                }
+                states.sort_unstable();
+                states.dedup();
+                Some(states.into_boxed_slice())
+            })
+            .collect();
+        (depths, reach)
     }
 
     /// Per-state slice depths of a terminal DFA (see the module docs); empty when too large.
@@ -186,6 +284,11 @@ fn slice_moves(t: &Dfa, slice: &Dfa) -> Vec<Vec<(u8, u32)>> {
                 .collect()
         })
         .collect()
+}
+
+/// Whether `b` continues a UTF-8 character (`0x80..=0xBF`) rather than starting one.
+fn is_continuation(b: u8) -> bool {
+    (0x80..=0xBF).contains(&b)
 }
 
 fn is_slice_prefix(slice: &Dfa, bytes: &[u8]) -> bool {
