@@ -554,7 +554,7 @@ JSON_BODY = (
     r"|\x5Cu(?:[0-9A-Ca-c][0-9A-Fa-f]{3}|[Dd][0-7][0-9A-Fa-f]{2}|[EFef][0-9A-Fa-f]{3})"
     r"|\x5Cu[Dd][89ABab][0-9A-Fa-f]{2}\x5Cu[Dd][C-Fc-f][0-9A-Fa-f]{2})*"
 )
-COUNTED_BODY = 'start ::= \'{"k": "\' json_len!(#"' + JSON_BODY + '", 3, 12) \'"}\' ;'
+COUNTED_BODY = 'start ::= \'{"k": "\' json_len!(#"' + JSON_BODY + "\", 3, 12) '\"}' ;"
 COUNTED_TEXT = r"""start ::= '<' len!(#"[^<>]*", 0, 9) '>' ;"""
 # A small bound, counted because `dfa_size_limit` is small: masks near the maximum.
 COUNTED_NEAR_MAX = (
