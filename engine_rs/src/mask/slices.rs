@@ -55,8 +55,8 @@ pub struct TokenIndex {
     pub words: usize,
     slice_dfa: Dfa,
     /// Every slice token with the number of characters it starts (its bytes outside
-    /// `0x80..=0xBF`, capped at 255), for length-counted terminals.
-    slice_leads: Vec<(u32, u8)>,
+    /// `0x80..=0xBF`), for length-counted terminals.
+    slice_leads: Vec<(u32, u32)>,
     /// `leads_upto[r]`: the mask of slice tokens starting at most `r` characters, built on first
     /// use (`r` below the largest count; above it, `all_slices`).
     leads_upto: Vec<OnceLock<Vec<u32>>>,
@@ -75,7 +75,7 @@ impl TokenIndex {
             // slice depths are defined over such prefixes.
             if is_slice_prefix(&slice_dfa, bytes) {
                 let leads = bytes.iter().filter(|&&b| !is_continuation(b)).count();
-                slice_leads.push((id, leads.min(255) as u8));
+                slice_leads.push((id, leads as u32));
                 let b = BUCKET_BOUNDS
                     .iter()
                     .position(|&m| bytes.len() <= m)
@@ -86,7 +86,7 @@ impl TokenIndex {
                 suffixes.push((id, &bytes[longest_slice_prefix(&slice_dfa, bytes)..]));
             }
         }
-        let max_leads = slice_leads.iter().map(|&(_, k)| usize::from(k)).max();
+        let max_leads = slice_leads.iter().map(|&(_, k)| k as usize).max();
         let buckets: Vec<SliceBucket> = groups
             .into_iter()
             .filter(|g| !g.is_empty())
@@ -140,7 +140,7 @@ impl TokenIndex {
         self.leads_upto[r].get_or_init(|| {
             let mut mask = vec![0u32; self.words];
             for &(id, leads) in &self.slice_leads {
-                if usize::from(leads) <= r {
+                if leads as usize <= r {
                     mask[id as usize / 32] |= 1 << (id % 32);
                 }
             }
