@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Optional
 from urllib.parse import unquote, urldefrag, urljoin
 
 from ..errors import LimitExceededError, SchemaError
@@ -204,6 +204,24 @@ class Location:
         return f"{self.doc_uri}#{self.pointer}"
 
 
+#: Where a subschema sits: ``(parent, keyword, key)`` (``key`` None for a keyword holding one
+#: subschema); the root is ``(None, its pointer, None)``.
+_At = tuple[Any, str, Optional[str]]
+
+#: Keywords ``Registry._index_one`` reads: a subschema with none of them declares nothing.
+_DECLARES = frozenset(["$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"])
+
+
+def _pointer(at: _At) -> str:
+    """The JSON pointer of a subschema's location."""
+    steps: list[str] = []
+    while at[0] is not None:
+        parent, kw, key = at
+        steps.append(kw if key is None else f"{kw}/{json_pointer_escape(key)}")
+        at = parent
+    return at[1] + "".join("/" + s for s in reversed(steps))
+
+
 class Registry:
     """Documents by URI, with ``$id``/``$anchor``/``$dynamicAnchor`` indexes."""
 
@@ -231,42 +249,48 @@ class Registry:
     def _index(self, root: Any, doc_uri: str, ptr: str, base: str, draft: int) -> None:
         """Index ``$id``/``$anchor``/``$dynamicAnchor`` of every subschema, depth first in
         document order (the first declaration of an anchor wins). Iterative: documents of any
-        depth are walked without recursion (only ``max_subschemas`` bounds the work)."""
-        stack: list[tuple[Any, str, str, int]] = [(root, ptr, base, draft)]
+        depth are walked without recursion (only ``max_subschemas`` bounds the work).
+
+        A subschema's JSON pointer is kept as its parent's plus the step to it, and spelled out
+        only for the few subschemas that declare an identifier (or hit the limit)."""
+        root_at: _At = (None, ptr, None)
+        stack: list[tuple[Any, _At, str, int]] = [(root, root_at, base, draft)]
         while stack:
-            node, ptr, base, draft = stack.pop()
+            node, at, base, draft = stack.pop()
             self.count += 1
             if self.count > self.max_subschemas:
                 raise LimitExceededError(
                     f"schema too large: more than {self.max_subschemas} subschemas "
-                    f"(max_subschemas, at {_short_pointer(ptr)}); raise max_subschemas to "
-                    "translate larger schemas"
+                    f"(max_subschemas, at {_short_pointer(_pointer(at))}); raise max_subschemas "
+                    "to translate larger schemas"
                 )
             if not isinstance(node, dict):
                 continue
-            base, draft = self._index_one(node, doc_uri, ptr, base, draft)
-            children: list[tuple[Any, str, str, int]] = []
+            if _DECLARES.isdisjoint(node):
+                node_base, node_draft = base, draft
+            else:
+                node_base, node_draft = self._index_one(node, doc_uri, _pointer(at), base, draft)
+            base, draft = node_base, node_draft
+            children: list[tuple[Any, _At, str, int]] = []
             for kw in _SCHEMA_MAP_KWS:
                 sub = node.get(kw)
                 if isinstance(sub, dict):
                     for k, v in sub.items():
-                        children.append((v, f"{ptr}/{kw}/{json_pointer_escape(k)}", base, draft))
+                        children.append((v, (at, kw, k), base, draft))
             deps = node.get("dependencies")
             if isinstance(deps, dict):
                 for k, v in deps.items():
                     if isinstance(v, (dict, bool)):
-                        children.append(
-                            (v, f"{ptr}/dependencies/{json_pointer_escape(k)}", base, draft)
-                        )
+                        children.append((v, (at, "dependencies", k), base, draft))
             for kw in _SCHEMA_KWS:
                 sub = node.get(kw)
                 if isinstance(sub, (dict, bool)):
-                    children.append((sub, f"{ptr}/{kw}", base, draft))
+                    children.append((sub, (at, kw, None), base, draft))
             for kw in _SCHEMA_LIST_KWS:
                 sub = node.get(kw)
                 if isinstance(sub, list):
                     for i, v in enumerate(sub):
-                        children.append((v, f"{ptr}/{kw}/{i}", base, draft))
+                        children.append((v, (at, kw, str(i)), base, draft))
             stack.extend(reversed(children))
 
     def _index_one(

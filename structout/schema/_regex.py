@@ -59,7 +59,12 @@ def cset(s: cs.Charset) -> Node:
 
 
 def lit(text: str) -> Node:
-    return cat(*[("set", cs.single(ord(c))) for c in text])
+    # What ``cat`` builds from one single-character set per character (none is empty or nested).
+    if len(text) == 1:
+        return ("set", cs.single(ord(text)))
+    if not text:
+        return EPS
+    return ("cat", tuple([("set", ((o, o),)) for o in map(ord, text)]))
 
 
 def cat(*items: Node) -> Node:
@@ -762,8 +767,12 @@ def finite_strings(node: Node, limit: int = 64) -> list[str] | None:
                 return None
         return sorted(set(out))
     if t == "cat":
+        # A literal (one single character per item, as ``lit`` builds it): its one string.
+        items = node[1]
+        if all(x[0] == "set" and len(x[1]) == 1 and x[1][0][0] == x[1][0][1] for x in items):
+            return ["".join([chr(x[1][0][0]) for x in items])]
         acc = [""]
-        for x in node[1]:
+        for x in items:
             f = finite_strings(x, limit)
             if f is None:
                 return None

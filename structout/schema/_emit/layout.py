@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .rules import Alt, Sym
 
+#: ``json.dumps(x, ensure_ascii=False)`` without building an encoder per call.
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False)
+
+
+#: Texts a KBNF literal holds as they are: printable ASCII but ``'`` and ``\``.
+_VERBATIM = re.compile(r"[ -&(-\[\]-~]*")
+
 
 def kbnf_literal(text: str) -> str:
     """Quote ``text`` as a KBNF single-quoted literal."""
+    if _VERBATIM.fullmatch(text):
+        return "'" + text + "'"
     out = []
     for ch in text:
         cp = ord(ch)
@@ -84,7 +94,7 @@ class Layout:
         return [kbnf_literal(": ")]
 
     def key_literal(self, name: str) -> Sym:
-        return kbnf_literal(json.dumps(name, ensure_ascii=False))
+        return kbnf_literal(_JSON_TEXT.encode(name))
 
     def dumps(self, value: Any) -> str:
         """Serialize a value the way this layout prints it (flexible: like compact)."""
