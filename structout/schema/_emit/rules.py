@@ -173,19 +173,16 @@ def render_alt(alt: Alt) -> str:
 
 
 def alt_refs(alt: Alt) -> list[str]:
+    """Rule names an alternative uses (special nonterminals such as ``json_len!(…)`` included:
+    callers keep only names of rules)."""
     out: list[str] = []
     for s in alt:
-        out.extend(rule_refs(s))
+        if isinstance(s, tuple):
+            out.extend(alt_refs(s[1]))
+        elif s[:1] not in _NOT_A_NAME:
+            out.append(s)
     return out
 
 
-def rule_refs(sym: Sym) -> list[str]:
-    """Rule names a symbol uses."""
-    if isinstance(sym, tuple):
-        out: list[str] = []
-        for x in sym[1]:
-            out.extend(rule_refs(x))
-        return out
-    if sym.startswith(("'", '"', "#")):
-        return []
-    return [sym]
+#: First characters of symbols that are not rule names: literals and regex terminals.
+_NOT_A_NAME = frozenset("'\"#")
