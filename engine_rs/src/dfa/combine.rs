@@ -12,6 +12,9 @@ impl Dfa {
     /// fails with [`DfaError::TooBig`] or [`DfaError::TooSlow`] when `budget` runs out (callers
     /// use it for optional optimizations and keep the parts separate then).
     pub fn concat(parts: &[Part<'_>], budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        if let Some(dfa) = literals_around(parts, budget) {
+            return dfa;
+        }
         Combiner {
             parts,
             mode: Combine::Concat,
@@ -27,6 +30,110 @@ impl Dfa {
         }
         .explore(budget)
     }
+}
+
+/// The most common concatenation, `'lit' … X 'lit' …` (literals around one tabulated DFA, e.g.
+/// `', "age": ' integer` or `key ': '`), built directly: a chain of states for the prefix, a copy
+/// of `X`'s table, and a chain for the suffix entered from `X`'s accepting states — which must
+/// then have no continuation (a JSON string's closing quote), so that no state is ever a set.
+/// `None` for other shapes (the subset construction handles them).
+fn literals_around(
+    parts: &[Part<'_>],
+    budget: &mut CombineBudget,
+) -> Option<Result<Dfa, DfaError>> {
+    let at = parts.iter().position(|p| matches!(p, Part::Dfa(_)))?;
+    let Part::Dfa(d) = parts[at] else {
+        return None;
+    };
+    let literal = |ps: &[Part<'_>]| -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        for p in ps {
+            match p {
+                Part::Lit(l) => out.extend_from_slice(l),
+                Part::Dfa(_) => return None,
+            }
+        }
+        Some(out)
+    };
+    let (prefix, suffix) = (literal(&parts[..at])?, literal(&parts[at + 1..])?);
+    // (Ids below put X's start at `p + 1` when there is no prefix: X's own start must be 1, as
+    // `Explored::finish` numbers it.)
+    if d.is_counted() || (prefix.is_empty() && (suffix.is_empty() || d.start != 1)) {
+        return None;
+    }
+    if d.start == DEAD {
+        return Some(Ok(Dfa::empty()));
+    }
+    let n = d.state_count();
+    if !suffix.is_empty() && (1..n as u32).any(|s| d.is_accept(s) && d.can_continue(s)) {
+        return None;
+    }
+    let (mut lit_bytes, p, m) = (ByteSet::EMPTY, prefix.len(), suffix.len());
+    prefix
+        .iter()
+        .chain(&suffix)
+        .for_each(|&b| lit_bytes.insert(b));
+    let (classes, reps) = super::product_classes(|b| {
+        let mine = if lit_bytes.contains(b) {
+            b as u32 + 1
+        } else {
+            0
+        };
+        (d.classes[b as usize], mine)
+    });
+    let stride = reps.len();
+    // Ids: 0 dead; 1..=p the prefix (`k` bytes read: id k + 1, the last one leading into X);
+    // X's state s at p + s; the suffix after k >= 1 bytes at p + n - 1 + k.
+    let states = 1 + p + (n - 1) + m;
+    if states.saturating_mul(stride * 4 + 40) > budget.size_limit {
+        return Some(Err(DfaError::TooBig {
+            limit: budget.size_limit,
+        }));
+    }
+    let work = (states * stride) as u64;
+    if work > budget.steps {
+        return Some(Err(DfaError::TooSlow {
+            steps: budget.steps,
+        }));
+    }
+    budget.steps -= work;
+    let x = |s: u32| if s == DEAD { DEAD } else { (p as u32) + s };
+    let chain_end = (p + n - 1 + m) as u32;
+    let mut trans = vec![DEAD; states * stride];
+    let mut accept = vec![false; states];
+    for k in 0..p {
+        let next = if k + 1 < p { k as u32 + 2 } else { x(d.start) };
+        trans[(k + 1) * stride + classes[prefix[k] as usize] as usize] = next;
+    }
+    for s in 1..n as u32 {
+        let row = (p + s as usize) * stride;
+        for (c, &b) in reps.iter().enumerate() {
+            trans[row + c] = x(d.next(s, b));
+        }
+        if d.is_accept(s) {
+            if m == 0 {
+                accept[p + s as usize] = true;
+            } else {
+                let first = if m == 1 { chain_end } else { (p + n) as u32 };
+                trans[row + classes[suffix[0] as usize] as usize] = first;
+            }
+        }
+    }
+    for k in 1..m {
+        let id = p + n - 1 + k;
+        let next = if k + 1 < m { id as u32 + 1 } else { chain_end };
+        trans[id * stride + classes[suffix[k] as usize] as usize] = next;
+    }
+    if m > 0 {
+        accept[chain_end as usize] = true;
+    }
+    Some(Ok(Explored {
+        stride,
+        trans,
+        accept,
+        reps,
+    }
+    .finish(classes)))
 }
 
 /// Budget for building one automaton out of others ([`Dfa::concat`], [`Dfa::union`]).
@@ -478,4 +585,82 @@ pub(super) fn part_classes(parts: &[Part<'_>]) -> ([u8; 256], Vec<u8>) {
         classes[b as usize] = c as u8;
     }
     (classes, reps)
+}
+
+#[cfg(test)]
+mod literals_around_tests {
+    use super::*;
+
+    /// Every string over `alphabet` up to `len` bytes.
+    fn strings(alphabet: &[u8], len: usize) -> Vec<Vec<u8>> {
+        let mut out = vec![Vec::new()];
+        let mut layer = vec![Vec::new()];
+        for _ in 0..len {
+            layer = layer
+                .iter()
+                .flat_map(|w: &Vec<u8>| {
+                    alphabet.iter().map(move |&b| {
+                        let mut v = w.clone();
+                        v.push(b);
+                        v
+                    })
+                })
+                .collect();
+            out.extend(layer.iter().cloned());
+        }
+        out
+    }
+
+    #[test]
+    fn equals_the_subset_construction() {
+        let regexes = [
+            r#""[ab]*""#,
+            r"-?(?:0|[1-9][0-9]*)",
+            r"[ab]*c",
+            r"(?:ab)+",
+            r"a?",
+            r"[0-9]",
+            r#""(?:[^"\\]|\\.)*""#,
+        ];
+        let literals: [&[u8]; 4] = [b"a", b": ", b"\"", b"1b"];
+        let alphabet = b"ab\"c-01: 9";
+        let inputs = strings(alphabet, 6);
+        let budget = || CombineBudget {
+            size_limit: 1 << 24,
+            steps: 1 << 30,
+        };
+        let mut fast_paths = 0;
+        for re in regexes {
+            let d = Dfa::from_regex(re, 1 << 20).unwrap();
+            for (before, after) in [(1, 0), (2, 0), (0, 1), (1, 1), (2, 2), (0, 2)] {
+                let mut parts = Vec::new();
+                parts.extend(literals.iter().take(before).map(|l| Part::Lit(l)));
+                parts.push(Part::Dfa(&d));
+                parts.extend(literals.iter().rev().take(after).map(|l| Part::Lit(l)));
+                let general = Combiner {
+                    parts: &parts,
+                    mode: Combine::Concat,
+                }
+                .explore(&mut budget())
+                .unwrap();
+                if let Some(fast) = literals_around(&parts, &mut budget()) {
+                    let fast = fast.unwrap();
+                    fast_paths += 1;
+                    for w in &inputs {
+                        assert_eq!(
+                            fast.matches(w),
+                            general.matches(w),
+                            "{re} {before} {after} {w:?}"
+                        );
+                    }
+                    // The same invariants: every live state can still reach acceptance.
+                    for s in 1..fast.state_count() as u32 {
+                        assert!(fast.min_to_accept(s) != u32::MAX);
+                    }
+                }
+            }
+        }
+        // Prefixes always take the direct construction; suffixes only after dead-end accepts.
+        assert!(fast_paths >= 30, "{fast_paths}");
+    }
 }
