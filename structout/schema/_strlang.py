@@ -477,11 +477,18 @@ def _simple_regex(f: Formula, ascii_exits: bool = False) -> rx.Node | None:
             lo, hi = as_length(lens[0])  # type: ignore[misc]
             return restrict_length(base, lo, hi)
         return None
-    if t == "not" and f[1][0] == "re":
-        words = rx.finite_strings(f[1][1], MAX_COMPLEMENT_WORDS)
-        if words is not None:
-            return complement_of_words(words, ascii_exits)
+    words = complement_words(f)
+    if words is not None:
+        return complement_of_words(words, ascii_exits)
     return None
+
+
+def complement_words(f: Formula) -> list[str] | None:
+    """``¬W`` with ``W`` a finite set of at most :data:`MAX_COMPLEMENT_WORDS` strings (the names
+    an object's other keys avoid): the words, sorted and distinct; else None."""
+    if f[0] != "not" or f[1][0] != "re":
+        return None
+    return rx.finite_strings(f[1][1], MAX_COMPLEMENT_WORDS)
 
 
 MAX_COMPLEMENT_WORDS = 20000

@@ -29,7 +29,7 @@ class StringRules(RegexFormatRules):
             return self.generic_string()
         if f[0] == "cfg":
             return self.cfg_string(f[1])
-        excluded = _excluded_words(f)
+        excluded = sl.complement_words(f)
         if excluded is not None:
             return self.string_except(excluded, hint)
         try:
@@ -80,8 +80,10 @@ class StringRules(RegexFormatRules):
     def string_except(self, words: list[str], hint: str) -> Sym:
         """A JSON string whose decoded value is none of ``words``: the engine's
         ``json_string_except!`` builds it from the words' trie (linear in their length), where a
-        regex complement would be a large expression to render, parse and determinize."""
-        text = "json_string_except!(" + ", ".join(kbnf_literal(w) for w in words) + ")"
+        regex complement would be a large expression to render, parse and determinize. Words
+        holding a lone surrogate are left out: no JSON string spells them (and KBNF cannot)."""
+        spellable = (w for w in words if not any(0xD800 <= ord(c) <= 0xDFFF for c in w))
+        text = "json_string_except!(" + ", ".join(map(kbnf_literal, spellable)) + ")"
         return self.shared_rule([text], hint)
 
     def length_bounded(self, real: sl.LengthBounded, compact: bool, hint: str) -> Sym:
@@ -110,17 +112,6 @@ class StringRules(RegexFormatRules):
             )
         except (am.AutomatonTooLarge, sl.NotRegular):
             return None, False
-
-
-def _excluded_words(f: sl.Formula) -> list[str] | None:
-    """``¬W`` with ``W`` a finite set of strings (the names an object's other keys avoid):
-    its words, sorted, without those no JSON string can spell (lone surrogates); else None."""
-    if f[0] != "not" or f[1][0] != "re":
-        return None
-    words = rx.finite_strings(f[1][1], sl.MAX_COMPLEMENT_WORDS)
-    if words is None:
-        return None
-    return sorted(w for w in set(words) if not any(0xD800 <= ord(c) <= 0xDFFF for c in w))
 
 
 #: Largest length bound written as a regex repetition (`"c{0,8}"`, a small table that merges with
