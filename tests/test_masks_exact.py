@@ -309,14 +309,21 @@ def test_llama3_small_grammars(llama3: tuple[Any, Any]) -> None:
         (COUNTED_BODY, '{"k": "1920x1080"}'),
         (COUNTED_TEXT, "<héllo 日本>"),
         (COUNTED_TEXT, "<abcdefghi>"),
+        # Restricted free text: tokens that the terminal's state keeps alive come from one
+        # bitmask and the walk skips their subtrees (URI host and path, `.+`, length-bounded).
+        (URI_TEXT, '{"u": "https://sub.example-1.com/a/b%2Fc?q=1&r=two#frag"}'),
+        (URI_TEXT, '{"u": "http://user@host.io"}'),
+        (ANY_THEN_HEX, '"P87324 é:ae5f4ed044163d0c-12"'),
+        (BOUNDED_WORD, '["Tag-1/abc:de_f", "x"]'),
     ]
     rng = random.Random(5)
     small_limit = (COUNTED_NEAR_MAX, COUNTED_BODY, COUNTED_TEXT)
+    restricted_text = (URI_TEXT, ANY_THEN_HEX, BOUNDED_WORD)
     for i, (grammar, text) in enumerate(cases):
         limits = {"dfa_size_limit": 48 << 10} if grammar in small_limit else {}
         g = so.compile_kbnf(grammar, vocab, **limits)
         tokens = tok.encode(text, add_special_tokens=False).ids
-        full = _positions(len(tokens), 3, rng)
+        full = _positions(len(tokens), 8 if grammar in restricted_text else 3, rng)
         feed_and_check(g, vocab, tokens, f"llama3 small grammar {i}", full, rng)
 
 
@@ -561,6 +568,14 @@ COUNTED_NEAR_MAX = (
     r"""start ::= '{"e": "' json_len!(#"[a-z.]+@[a-z]+(?:\.[a-z]+)+", 6, 12) '"}' ;"""
 )
 
+URI_TEXT = (
+    r"""start ::= '{"u": "' #"https?://(?:[a-z0-9._~-]+@)?[a-z0-9.-]+(?:/(?:[a-z0-9._~!$&'()*+,;=:@-]|%[0-9A-F]{2})*)*"""
+    r"""(?:\?[a-z0-9=&]*)?(?:#[a-z]*)?" '"}' ;"""
+)
+ANY_THEN_HEX = r"""start ::= '"' #"[^\"\\\x00-\x1F]+:[a-f0-9]{8,16}-[0-9]+" '"' ;"""
+BOUNDED_WORD = (
+    r"""start ::= '[' item (', ' item)* ']' ; item ::= '"' #"[A-Za-z][A-Za-z0-9_/:-]{0,40}" '"' ;"""
+)
 UNBOUNDED_EXCEPT = r"""start ::= '"' except!('"}') '"}' ;"""
 
 EXCEPT_NONTERMINAL = r"""start ::= except!(stop, 30) stop ;

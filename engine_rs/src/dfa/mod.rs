@@ -29,7 +29,7 @@ mod persist;
 mod regular;
 mod repeat;
 mod table;
-mod utf8;
+pub(crate) mod utf8;
 mod words;
 
 #[cfg(test)]

@@ -52,3 +52,43 @@ pub fn next(state: u8, b: u8) -> u8 {
         _ => INVALID,
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The standard library's answer: `bytes` is valid UTF-8 or a prefix of it.
+    pub(crate) fn is_utf8_prefix(bytes: &[u8]) -> bool {
+        match std::str::from_utf8(bytes) {
+            Ok(_) => true,
+            Err(e) => e.error_len().is_none(),
+        }
+    }
+
+    #[test]
+    fn prefixes_equal_std() {
+        // Every string of up to 3 bytes over bytes that cover each UTF-8 kind's edges.
+        let bytes: Vec<u8> = vec![
+            0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xE1,
+            0xED, 0xEE, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF,
+        ];
+        let mut strings: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut last: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..3 {
+            last = last
+                .iter()
+                .flat_map(|s| bytes.iter().map(move |&b| [s.as_slice(), &[b]].concat()))
+                .collect();
+            strings.extend(last.iter().cloned());
+        }
+        for s in &strings {
+            let mut u = BOUNDARY;
+            for &b in s {
+                if u != INVALID {
+                    u = next(u, b);
+                }
+            }
+            assert_eq!(u != INVALID, is_utf8_prefix(s), "{s:x?}");
+        }
+    }
+}

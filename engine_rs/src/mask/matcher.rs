@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::loops::{Inside, LoopSkip};
 use super::CompiledGrammar;
 use crate::dfa::{ByteSet, Dfa, DEAD};
 use crate::earley::{Recognizer, ScanItem};
@@ -250,14 +251,33 @@ impl Matcher {
             }
         };
         if stable_text {
-            // Inside free text: every slice token, plus the rest decided by their suffixes.
-            out.copy_from_slice(&cg.index.all_slices);
-            walk_subtree(&mut self.rec, &cg.index.suffixes, 0, Some(&first), out)?;
+            // Inside free text: every slice token, plus the rest decided by their suffixes. The
+            // state recurs at every position of the text (and of texts in the same place), so
+            // the mask is cached.
+            let mut key = std::mem::take(&mut self.key);
+            let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
+            if !(keyed && cg.cached_mask(&key, out)) {
+                out.copy_from_slice(&cg.index.all_slices);
+                walk_subtree(
+                    &mut self.rec,
+                    &cg.index.suffixes,
+                    0,
+                    Some(&first),
+                    out,
+                    None,
+                )?;
+                self.add_eos(out);
+                if keyed {
+                    cg.store_mask(&key, out);
+                }
+            }
+            self.key = key;
+            return Ok(());
         } else if let Some(room) = counted_room {
             // Inside length-counted free text: the slice tokens that fit the count, plus the rest
             // walked (the count changes along a token, so no suffix shortcut).
             out.copy_from_slice(cg.index.slices_with_leads_upto(room));
-            walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out)?;
+            walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, None)?;
         } else if !first.is_empty() {
             let mut key = std::mem::take(&mut self.key);
             let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
@@ -275,14 +295,19 @@ impl Matcher {
         } else {
             out.fill(0);
         }
+        self.add_eos(out);
+        Ok(())
+    }
+
+    /// Sets the EOS bits when the input is complete.
+    fn add_eos(&self, out: &mut [u32]) {
         if self.rec.is_complete() {
-            for &e in cg.vocab.eos_token_ids() {
-                if (e as usize) < words * 32 {
+            for &e in self.cg.vocab.eos_token_ids() {
+                if (e as usize) < out.len() * 32 {
                     out[e as usize / 32] |= 1 << (e % 32);
                 }
             }
         }
-        Ok(())
     }
 
     /// The mask of a state that is not plain text: slices where they apply, trie walks elsewhere,
@@ -293,7 +318,6 @@ impl Matcher {
         first: &ByteSet,
         out: &mut [u32],
     ) -> Result<(), EngineError> {
-        let words = cg.index.words;
         {
             // The deepest slice depth any scanned terminal offers.
             let depth = self
@@ -310,23 +334,42 @@ impl Matcher {
                             *o |= m;
                         }
                     } else {
-                        walk_subtree(&mut self.rec, &bucket.trie, 0, Some(first), out)?;
+                        walk_subtree(&mut self.rec, &bucket.trie, 0, Some(first), out, None)?;
                     }
                 }
-                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out)?;
+                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, None)?;
             } else {
-                // No slice applies: one walk over the whole vocabulary's trie.
-                walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(first), out)?;
+                // No slice applies: one walk over the whole vocabulary's trie, skipping what a
+                // terminal's self-loop takes wholesale.
+                let loops = cg.index.loop_index(&cg.vocab);
+                let skip = self.inside_classes(cg).and_then(|inside| {
+                    let mask = loops.inside_mask(inside)?;
+                    for (o, m) in out.iter_mut().zip(mask.iter()) {
+                        *o |= m;
+                    }
+                    Some(LoopSkip {
+                        index: loops,
+                        inside,
+                    })
+                });
+                walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(first), out, skip)?;
             }
         }
-        if self.rec.is_complete() {
-            for &e in cg.vocab.eos_token_ids() {
-                if (e as usize) < words * 32 {
-                    out[e as usize / 32] |= 1 << (e % 32);
-                }
-            }
-        }
+        self.add_eos(out);
         Ok(())
+    }
+
+    /// The largest [`Inside`] of a scanned terminal (see [`super::loops`]); `None` when no
+    /// terminal keeps a whole class alive.
+    fn inside_classes(&self, cg: &CompiledGrammar) -> Option<Inside> {
+        self.rec
+            .scan_terminals()
+            .filter_map(|it| match it.sym {
+                LSym::Regex(d) => Some(cg.inside_classes(d, it.state)),
+                _ => None,
+            })
+            .filter(|i| i.classes != 0)
+            .max_by_key(|i| (i.classes.count_ones(), i.max_len))
     }
 
     /// Whether `id` is allowed now, by trying it (reference for tests; slow).
@@ -385,6 +428,7 @@ fn walk_subtree(
     start: usize,
     first: Option<&ByteSet>,
     out: &mut [u32],
+    loops: Option<LoopSkip<'_>>,
 ) -> Result<(), EngineError> {
     let grammar = rec.grammar().clone();
     let lnf = grammar.lnf();
@@ -408,11 +452,11 @@ fn walk_subtree(
             }
             // `except!` carries a length bound tied to positions; more than 64 lexemes do not fit
             // the end mask: use the recognizer.
-            _ => return walk_recognizer(rec, trie, start, first, out),
+            _ => return walk_recognizer(rec, trie, start, first, out, loops),
         }
     }
     if k > 64 {
-        return walk_recognizer(rec, trie, start, first, out);
+        return walk_recognizer(rec, trie, start, first, out, loops);
     }
     let nodes = trie.nodes();
     let base_depth = nodes[start].depth();
@@ -428,6 +472,8 @@ fn walk_subtree(
     // The recognizer holds the first `fed` bytes of the current path.
     let mut fed = 0usize;
     let mut skip: Vec<ScanItem> = Vec::with_capacity(k);
+    // `in_loop[r]`: the first `r` bytes below `start` all have inside classes (see `loops`).
+    let mut in_loop: Vec<bool> = vec![true];
     let mut i = start + 1;
     while i < end {
         let n = &nodes[i];
@@ -442,6 +488,16 @@ fn walk_subtree(
             follow.resize(r + 1, ByteSet::EMPTY);
             alive_at.resize(r + 1, 0);
             states.resize((r + 1) * k, DEAD);
+            in_loop.resize(r + 1, false);
+        }
+        if let Some(l) = loops {
+            // A path inside the loop with only inside bytes below: every token of the subtree
+            // is in the inside bitmask already.
+            in_loop[r] = in_loop[r - 1] && l.byte_inside(byte);
+            if in_loop[r] && l.subtree_inside(i) {
+                i = n.subtree_end();
+                continue;
+            }
         }
         path[r - 1] = byte;
         // The recognizer's bytes beyond the parent are from another branch now.
@@ -457,7 +513,7 @@ fn walk_subtree(
                         set_token_bits(trie, i, t, out);
                     }
                     if n.subtree_end() > i + 1 {
-                        walk_subtree(rec, trie, i, None, out)?;
+                        walk_subtree(rec, trie, i, None, out, None)?;
                     }
                 }
                 Ok(false) => {}
@@ -555,11 +611,14 @@ fn walk_recognizer(
     start: usize,
     first: Option<&ByteSet>,
     out: &mut [u32],
+    loops: Option<LoopSkip<'_>>,
 ) -> Result<(), EngineError> {
     let base = rec.len();
     let nodes = trie.nodes();
     let base_depth = nodes[start].depth();
     let end = nodes[start].subtree_end();
+    // `in_loop[r]`: as in `walk_subtree`.
+    let mut in_loop: Vec<bool> = vec![true];
     let mut i = start + 1;
     while i < end {
         let n = &nodes[i];
@@ -567,6 +626,14 @@ fn walk_recognizer(
         if r == 1 && first.is_some_and(|f| !f.contains(n.byte())) {
             i = n.subtree_end();
             continue;
+        }
+        if let Some(l) = loops {
+            in_loop.resize(r + 1, false);
+            in_loop[r] = in_loop[r - 1] && l.byte_inside(n.byte());
+            if in_loop[r] && l.subtree_inside(i) {
+                i = n.subtree_end();
+                continue;
+            }
         }
         rec.rollback_to(base + r - 1);
         match rec.try_feed_byte(n.byte()) {
@@ -673,6 +740,34 @@ mod tests {
             &[
                 br#"{"ab": [1, -0.5e1, true, null], "e\n": {"x": "\u00e9\\"}}"#,
                 b" [ \"\xc3\xa9\xf0\x9f\x90\xa2\" , false ] ",
+            ],
+        );
+    }
+
+    #[test]
+    fn self_loop_masks_equal_brute_force() {
+        // Restricted free text (URI-like, hexadecimal, word sets): the terminal's state loops on
+        // a class set, its tokens come from one bitmask and the walk skips their subtrees; next
+        // to it other lexemes stay alive, end, or hand over to what follows.
+        check(
+            r#"start ::= "\"" #"[a-z0-9.-]+(?:/[a-z0-9./-]*)?" "\"" (", " #"[0-9a-f]+" | "." #"[a-z]+" "." "e")? ;"#,
+            &[
+                b"\"sub.example-1.ne/at/b1\", 0e1f",
+                b"\"0.1\".tru.e",
+                b"\"a\"",
+            ],
+        );
+        check(
+            r#"start ::= "{" (json_string_except!("ab", "true") | #"\"[a-z]+\"") ": 1}" ;"#,
+            &[b"{\"abe\": 1}", b"{\"true\": 1}", b"{\"tr\\n\": 1}"],
+        );
+        // UTF-8 text, and lengths bounded in the automaton's states.
+        check(
+            r#"start ::= "\"" #"[^\"\\\x00-\x1F]+:[0-9]+" "\"" | "[" #"[a-z]{2,9}|[a-f0-9]{20,30}" "]" ;"#,
+            &[
+                "\"a é\u{1F422}:b:01\"".as_bytes(),
+                b"[abcdefgh]",
+                b"[abe0123456789abe01234]",
             ],
         );
     }

@@ -9,11 +9,14 @@
 //! recognizer and computes bitmasks by walking the token tries with recognizer push/pop, except
 //! inside free text: a terminal state that all slice text leaves alive and in place takes every
 //! slice token wholesale, and a length-counted one the slice tokens that start few enough
-//! characters; only the other tokens are walked.
+//! characters; only the other tokens are walked. In restricted free text (a URI, a pattern's
+//! character class) the tokens a terminal state keeps alive whatever they contain come from one
+//! bitmask and the walk skips their subtrees ([`loops`]).
 
 mod apply;
 pub mod cache;
 mod disk;
+mod loops;
 mod matcher;
 pub mod slices;
 
@@ -39,6 +42,8 @@ pub struct CompiledGrammar {
     tables: Vec<OnceLock<SliceTables>>,
     /// Masks of expensive states, keyed by [`crate::Recognizer::state_key`].
     mask_cache: Mutex<MaskCache>,
+    /// (LNF DFA, state) → its inside classes (see [`loops::inside_classes`]), on first use.
+    inside: Mutex<FxHashMap<(u32, u32), loops::Inside>>,
 }
 
 /// Counters and size of one compiled grammar's mask cache (see
@@ -155,6 +160,7 @@ impl CompiledGrammar {
             index,
             tables,
             mask_cache: Mutex::new(MaskCache::default()),
+            inside: Mutex::new(FxHashMap::default()),
         }
     }
 
@@ -182,6 +188,20 @@ impl CompiledGrammar {
                 depths,
                 stable,
                 counted_reach: Vec::new(),
+            }
+        })
+    }
+
+    /// What state `state` of LNF DFA `d` keeps alive (see [`loops::inside_classes`]); nothing
+    /// for a length-counted automaton (its count is not in its states).
+    fn inside_classes(&self, d: u32, state: u32) -> loops::Inside {
+        let mut map = self.inside.lock().unwrap_or_else(|p| p.into_inner());
+        *map.entry((d, state)).or_insert_with(|| {
+            let dfa = &self.grammar.lnf().dfas[d as usize];
+            if dfa.is_counted() {
+                loops::Inside::NONE
+            } else {
+                loops::inside_classes(dfa, state)
             }
         })
     }
@@ -231,6 +251,7 @@ impl CompiledGrammar {
             + self.tables.len() * std::mem::size_of::<OnceLock<SliceTables>>()
             + tables
             + self.mask_cache_stats().bytes
+            + self.inside.lock().map_or(0, |m| m.len() * 24)
     }
 
     /// Number of 32-bit words in one bitmask row.

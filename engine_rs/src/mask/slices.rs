@@ -60,6 +60,8 @@ pub struct TokenIndex {
     /// `leads_upto[r]`: the mask of slice tokens starting at most `r` characters, built on first
     /// use (`r` below the largest count; above it, `all_slices`).
     leads_upto: Vec<OnceLock<Vec<u32>>>,
+    /// Tables for self-loop skipping, built on first use (see [`super::loops`]).
+    loops: OnceLock<super::loops::LoopIndex>,
 }
 
 impl TokenIndex {
@@ -119,7 +121,14 @@ impl TokenIndex {
                 .map(|_| OnceLock::new())
                 .collect(),
             slice_leads,
+            loops: OnceLock::new(),
         }
+    }
+
+    /// The self-loop tables of `vocab`, the vocabulary this index was built from.
+    pub fn loop_index(&self, vocab: &Vocabulary) -> &super::loops::LoopIndex {
+        self.loops
+            .get_or_init(|| super::loops::LoopIndex::new(vocab))
     }
 
     /// Whether some slice token starts with `byte`.

@@ -1,0 +1,553 @@
+//! Self-loop skipping: masks inside restricted free text (a URI, an e-mail address, a pattern's
+//! `[a-z0-9-]+` or `.+`) without walking the whole vocabulary.
+//!
+//! From a terminal DFA state `s`, take a set `C` of bytes such that no UTF-8 text over `C` of at
+//! most `max_len` bytes kills the automaton (it loops on them, or moves among states that all keep
+//! `C` alive: a URI's host after `//`). Every token that is such a text keeps the terminal alive,
+//! whatever else the grammar says (every Earley item is completable). Those tokens are added as
+//! one bitmask, and the trie walk skips every subtree whose tokens all qualify.
+//!
+//! Invariants:
+//! - bytes are grouped into [`NUM_CLASSES`] fixed classes so that sets fit a `u64`; `C` is a set
+//!   of whole classes ([`Inside::classes`]), and a token qualifies when all its bytes' classes
+//!   are in it, it is a UTF-8 prefix (it may end inside a character) and it has at most
+//!   [`Inside::max_len`] bytes;
+//! - the bitmask ([`LoopIndex::inside_mask`]) and the walk's skip test ([`LoopSkip`]) use that
+//!   same definition, so every token of a skipped subtree is in the bitmask;
+//! - the class set is sound by construction ([`inside_classes`] explores every state such text
+//!   reaches); the grouping and the length bound only decide how much is skipped;
+//! - everything here depends only on the vocabulary, except [`Inside`], which is read from the
+//!   DFA when a mask needs it.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::dfa::{utf8, Dfa, DEAD};
+use crate::vocab::Vocabulary;
+
+/// Number of byte classes (see [`class_of`]).
+pub const NUM_CLASSES: usize = 43;
+
+/// All real classes.
+const CLASS_BITS: u64 = (1 << NUM_CLASSES) - 1;
+
+/// Pseudo-class (bit) of tokens that are not UTF-8 prefixes: never inside.
+const INVALID: u64 = 1 << NUM_CLASSES;
+
+/// [`LoopIndex::below`] keeps the subtree's greatest depth (saturated at 255) from this bit on.
+const DEPTH_SHIFT: u32 = 48;
+
+/// Bounded lengths are powers of two from this one (shorter bounds shrink the class set
+/// instead) up to [`MAX_BOUND`]; depths are stored saturated at 255.
+const MIN_BOUND: u32 = 4;
+const MAX_BOUND: u32 = 128;
+
+/// Closures larger than this stop exploring: at a depth of at least [`MIN_BOUND`] they bound the
+/// length, below it they give up (no skipping from that state).
+const MAX_CLOSURE: usize = 512;
+
+/// Inside-class sets whose bitmask holds fewer than this fraction (1 / `MIN_SHARE`) of the
+/// text tokens are not used: the walk prunes such small sets by itself, and the bitmask would
+/// only add work.
+const MIN_SHARE: usize = 128;
+
+/// At most this many inside bitmasks are kept per vocabulary (16 KB each for a 128k
+/// vocabulary); when full, the table starts over.
+const MAX_CACHED_MASKS: usize = 64;
+
+/// The class of a byte: `0-9`, `a-f`, `g-z`, `A-F`, `G-Z` one class each (hexadecimal digits
+/// apart from other letters), every other printable ASCII byte its own class, then control
+/// bytes, DEL, UTF-8 continuation bytes, UTF-8 lead bytes and bytes never in UTF-8 one class each.
+pub const fn class_of(b: u8) -> usize {
+    match b {
+        b'0'..=b'9' => 0,
+        b'a'..=b'f' => 1,
+        b'g'..=b'z' => 2,
+        b'A'..=b'F' => 3,
+        b'G'..=b'Z' => 4,
+        0x00..=0x1F => 5,
+        0x7F => 6,
+        0x80..=0xBF => 7,
+        0xC2..=0xF4 => 8,
+        0xC0 | 0xC1 | 0xF5..=0xFF => 42,
+        // The 33 other printable ASCII bytes (space, punctuation), in order.
+        b' '..=b'/' => 9 + (b - b' ') as usize,  // 9..=24
+        b':'..=b'@' => 25 + (b - b':') as usize, // 25..=31
+        b'['..=b'`' => 32 + (b - b'[') as usize, // 32..=37
+        b'{'..=b'~' => 38 + (b - b'{') as usize, // 38..=41
+    }
+}
+
+/// Weight of classes when choosing what to give up: letters and digits make most tokens.
+fn weight(classes: u64) -> u32 {
+    const WORDY: u64 = 0b11111; // 0-9, a-f, g-z, A-F, G-Z
+    (classes & WORDY).count_ones() * 16 + (classes & !WORDY).count_ones()
+}
+
+/// What a DFA state keeps alive: see the module docs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inside {
+    /// Class set (0: nothing).
+    pub classes: u64,
+    /// Longest qualifying token in bytes, `u32::MAX` for no bound.
+    pub max_len: u32,
+}
+
+impl Inside {
+    pub const NONE: Inside = Inside {
+        classes: 0,
+        max_len: 0,
+    };
+}
+
+/// Reads [`Inside`] off `dfa` at `state` (every state of a [`Dfa`] is co-reachable, so a text
+/// that never meets a dead transition keeps it alive).
+///
+/// Explores, breadth first, the (DFA state, UTF-8 state) pairs that texts over the class set
+/// reach, starting from every class. A pair that kills some classes of the set costs either
+/// those classes or the class that led into it (`%` into a URI's percent escape kills letters;
+/// giving up `%` is cheaper), whichever weighs less, and the exploration starts over — unless it
+/// is at least [`MIN_BOUND`] bytes deep: then the length is bounded below that depth instead
+/// (a `maxLength` counted in the automaton's states). Every pair less deep than the bound has
+/// been checked when this returns.
+pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
+    // Continuation bytes only ever follow a lead byte: without leads they are not inside.
+    let tidy = |f: u64| {
+        if f & 1 << class_of(0xC2) == 0 {
+            f & !(1 << class_of(0x80))
+        } else {
+            f
+        }
+    };
+    let mut f = CLASS_BITS & !(1 << class_of(0xFF));
+    let mut seen: FxHashSet<(u32, u8)> = FxHashSet::default();
+    // (DFA state, UTF-8 state, depth, the byte that led there).
+    let mut queue: VecDeque<(u32, u8, u32, Option<u8>)> = VecDeque::new();
+    let bounded = |depth: u32| {
+        let mut b = MIN_BOUND;
+        while b * 2 <= depth.min(MAX_BOUND) {
+            b *= 2;
+        }
+        b
+    };
+    'shrink: while f != 0 {
+        // One byte per (DFA class, UTF-8 kind) among the bytes of `F`, with the classes of
+        // all the bytes it stands for.
+        let mut reps: Vec<(u8, u64)> = Vec::new();
+        let mut slot: FxHashMap<(u8, u8), usize> = FxHashMap::default();
+        for b in 0..=255u8 {
+            let c = 1u64 << class_of(b);
+            if f & c == 0 {
+                continue;
+            }
+            let i = *slot
+                .entry((dfa.byte_class(b), utf8::class(b)))
+                .or_insert_with(|| {
+                    reps.push((b, 0));
+                    reps.len() - 1
+                });
+            reps[i].1 |= c;
+        }
+        seen.clear();
+        queue.clear();
+        seen.insert((state, utf8::BOUNDARY));
+        queue.push_back((state, utf8::BOUNDARY, 0, None));
+        while let Some((t, u, depth, via)) = queue.pop_front() {
+            let mut killed = 0u64;
+            for &(b, classes) in &reps {
+                if utf8::next(u, b) != utf8::INVALID && dfa.next(t, b) == DEAD {
+                    killed |= classes;
+                }
+            }
+            if killed != 0 {
+                if depth >= MIN_BOUND {
+                    return Inside {
+                        classes: tidy(f),
+                        max_len: bounded(depth),
+                    };
+                }
+                let entry = via.map_or(0, |b| 1u64 << class_of(b));
+                f &= if entry != 0 && weight(entry) < weight(killed) {
+                    !entry
+                } else {
+                    !killed
+                };
+                continue 'shrink;
+            }
+            for &(b, _) in &reps {
+                let u2 = utf8::next(u, b);
+                if u2 == utf8::INVALID {
+                    continue;
+                }
+                let t2 = dfa.next(t, b);
+                if seen.insert((t2, u2)) {
+                    if seen.len() > MAX_CLOSURE {
+                        // Pairs up to `depth` are not all checked yet; those before it are.
+                        return if depth >= MIN_BOUND {
+                            Inside {
+                                classes: tidy(f),
+                                max_len: bounded(depth),
+                            }
+                        } else {
+                            Inside::NONE
+                        };
+                    }
+                    queue.push_back((t2, u2, depth + 1, Some(b)));
+                }
+            }
+        }
+        return Inside {
+            classes: tidy(f),
+            max_len: u32::MAX,
+        };
+    }
+    Inside::NONE
+}
+
+/// A cached inside bitmask, or `None` when it holds too few tokens to be used.
+type KeptMask = Option<Arc<[u32]>>;
+
+/// Per-vocabulary tables for self-loop skipping.
+pub struct LoopIndex {
+    /// Per node of the vocabulary's trie: the classes of the bytes strictly below it, [`INVALID`]
+    /// when a node of its subtree (itself included) is not a UTF-8 prefix, and the subtree's
+    /// greatest depth from [`DEPTH_SHIFT`] on.
+    below: Vec<u64>,
+    /// Per class, and [`INVALID`] last: the text tokens with a byte of that class (not UTF-8
+    /// prefixes).
+    class_tokens: Vec<Vec<u32>>,
+    /// Per bound of [`bounded lengths`](MIN_BOUND), ascending: the text tokens longer than it.
+    longer: Vec<(u32, Vec<u32>)>,
+    /// All text tokens.
+    text: Vec<u32>,
+    /// Bitmasks with fewer tokens than this are not used (see [`MIN_SHARE`]).
+    min_tokens: u32,
+    /// (classes, bound) → the bitmask, or `None` when it holds too few tokens.
+    masks: Mutex<FxHashMap<(u64, u32), KeptMask>>,
+}
+
+impl LoopIndex {
+    pub fn new(vocab: &Vocabulary) -> LoopIndex {
+        let words = vocab.size().div_ceil(32);
+        let mut class_tokens = vec![vec![0u32; words]; NUM_CLASSES + 1];
+        let mut text = vec![0u32; words];
+        let mut bounds = Vec::new();
+        let mut b = MIN_BOUND;
+        while b <= MAX_BOUND {
+            bounds.push(b);
+            b *= 2;
+        }
+        let mut longer: Vec<(u32, Vec<u32>)> =
+            bounds.iter().map(|&b| (b, vec![0u32; words])).collect();
+        for (id, bytes) in vocab.text_tokens() {
+            let (w, bit) = (id as usize / 32, 1u32 << (id % 32));
+            text[w] |= bit;
+            let mut u = utf8::BOUNDARY;
+            for &b in bytes {
+                class_tokens[class_of(b)][w] |= bit;
+                if u != utf8::INVALID {
+                    u = utf8::next(u, b);
+                }
+            }
+            if u == utf8::INVALID {
+                class_tokens[NUM_CLASSES][w] |= bit;
+            }
+            for (bound, m) in &mut longer {
+                if bytes.len() > *bound as usize {
+                    m[w] |= bit;
+                }
+            }
+        }
+        let nodes = vocab.trie().nodes();
+        // Preorder: a node's parent is the last node seen one level up; children come after
+        // their parent, so a reverse pass folds each subtree before its parent is read.
+        let mut parent = vec![0u32; nodes.len()];
+        // The UTF-8 state after each node's path.
+        // (`utf8::INVALID` once it is not a prefix.)
+        let mut at = vec![utf8::BOUNDARY; nodes.len()];
+        let mut path: Vec<u32> = vec![0];
+        for (i, n) in nodes.iter().enumerate().skip(1) {
+            path.truncate(n.depth());
+            let p = path[n.depth() - 1];
+            parent[i] = p;
+            at[i] = match at[p as usize] {
+                utf8::INVALID => utf8::INVALID,
+                u => utf8::next(u, n.byte()),
+            };
+            path.push(i as u32);
+        }
+        let depth_bits = |d: usize| (d.min(255) as u64) << DEPTH_SHIFT;
+        let mut below: Vec<u64> = nodes
+            .iter()
+            .zip(&at)
+            .map(|(n, &u)| depth_bits(n.depth()) | if u == utf8::INVALID { INVALID } else { 0 })
+            .collect();
+        for i in (1..nodes.len()).rev() {
+            let up = below[i] | 1u64 << class_of(nodes[i].byte());
+            let p = &mut below[parent[i] as usize];
+            let depth = (*p >> DEPTH_SHIFT).max(up >> DEPTH_SHIFT);
+            *p = (*p | (up & !(0xFF << DEPTH_SHIFT))) & !(0xFF << DEPTH_SHIFT)
+                | depth << DEPTH_SHIFT;
+        }
+        LoopIndex {
+            below,
+            class_tokens,
+            longer,
+            text,
+            min_tokens: (vocab.num_text_tokens() / MIN_SHARE).max(1) as u32,
+            masks: Mutex::new(FxHashMap::default()),
+        }
+    }
+
+    /// The bitmask of the tokens that qualify for `inside` (see the module docs), or `None` when
+    /// it holds too few to be worth using.
+    pub fn inside_mask(&self, inside: Inside) -> Option<Arc<[u32]>> {
+        let key = (inside.classes, inside.max_len);
+        let mut masks = self.masks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = masks.get(&key) {
+            return m.clone();
+        }
+        let mut mask = self.text.clone();
+        let outside = !inside.classes & (CLASS_BITS | INVALID);
+        for (c, tokens) in self.class_tokens.iter().enumerate() {
+            if outside & (1 << c) != 0 {
+                for (m, t) in mask.iter_mut().zip(tokens) {
+                    *m &= !t;
+                }
+            }
+        }
+        if let Some((_, tokens)) = self.longer.iter().find(|(b, _)| *b == inside.max_len) {
+            for (m, t) in mask.iter_mut().zip(tokens) {
+                *m &= !t;
+            }
+        }
+        let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
+        let kept: KeptMask = (count >= self.min_tokens).then(|| mask.into());
+        if masks.len() >= MAX_CACHED_MASKS {
+            masks.clear();
+        }
+        masks.insert(key, kept.clone());
+        kept
+    }
+}
+
+/// What a trie walk of the vocabulary's trie needs to skip subtrees: the vocabulary's tables and
+/// the [`Inside`] whose bitmask has already been added to the mask being computed.
+#[derive(Clone, Copy)]
+pub struct LoopSkip<'a> {
+    pub index: &'a LoopIndex,
+    pub inside: Inside,
+}
+
+impl LoopSkip<'_> {
+    /// Whether `b`'s class is inside.
+    #[inline]
+    pub fn byte_inside(&self, b: u8) -> bool {
+        self.inside.classes & (1 << class_of(b)) != 0
+    }
+
+    /// Whether every token of node `i`'s subtree qualifies, given that `i`'s path has inside
+    /// classes only.
+    #[inline]
+    pub fn subtree_inside(&self, i: usize) -> bool {
+        let below = self.index.below[i];
+        below & !self.inside.classes & (CLASS_BITS | INVALID) == 0
+            && (below >> DEPTH_SHIFT) as u32 <= self.inside.max_len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dfa::utf8::tests::is_utf8_prefix;
+
+    fn vocab() -> Vocabulary {
+        let words: &[&[u8]] = &[
+            b"a",
+            b"ab",
+            b"abc",
+            b"ab-",
+            b"ab c",
+            b"0x1F",
+            b"-",
+            b"--",
+            b"Z",
+            b"\xC3\xA9",
+            b"\xC3",
+            b"\xA9",
+            b"\xC3\xA9t\xC3",
+            b"\xE0\x80",
+            b"{",
+            b"{\"",
+            b"http",
+            b"https://",
+            b"x.y",
+            b"x.y z",
+            b"abcabcabcabcabcabc",
+            b"ab", // a duplicate of "ab"
+        ];
+        let toks: Vec<Option<Vec<u8>>> = std::iter::once(None) // EOS
+            .chain(words.iter().map(|w| Some(w.to_vec())))
+            .collect();
+        Vocabulary::from_byte_tokens(&toks, &[0], None).unwrap()
+    }
+
+    #[test]
+    fn classes_cover_every_byte_once() {
+        let mut seen = [0usize; NUM_CLASSES];
+        for b in 0..=255u8 {
+            seen[class_of(b)] += 1;
+        }
+        assert!(
+            seen.iter().all(|&n| n > 0),
+            "every class has a byte: {seen:?}"
+        );
+        // Printable ASCII outside digits and letters: one class each.
+        for b in (b' '..=b'~').filter(|b| !b.is_ascii_alphanumeric()) {
+            assert_eq!(seen[class_of(b)], 1, "{}", b as char);
+        }
+    }
+
+    #[test]
+    fn below_and_inside_masks_equal_brute_force() {
+        let v = vocab();
+        let index = LoopIndex::new(&v);
+        let nodes = v.trie().nodes();
+        for (i, n) in nodes.iter().enumerate() {
+            let sub = i..n.subtree_end();
+            let classes = (i + 1..n.subtree_end())
+                .map(|k| 1u64 << class_of(nodes[k].byte()))
+                .fold(0, |a, b| a | b);
+            let depth = sub.clone().map(|k| nodes[k].depth()).max().unwrap();
+            let path = |k: usize| -> Vec<u8> {
+                // The path of node k: the bytes of the nodes on the way down.
+                let mut out = Vec::new();
+                let mut j = 0usize;
+                while j != k {
+                    let mut c = j + 1;
+                    while nodes[c].subtree_end() <= k {
+                        c = nodes[c].subtree_end();
+                    }
+                    out.push(nodes[c].byte());
+                    j = c;
+                }
+                out
+            };
+            let invalid = sub.clone().any(|k| k > 0 && !is_utf8_prefix(&path(k)));
+            let want = classes | if invalid { INVALID } else { 0 } | (depth as u64) << DEPTH_SHIFT;
+            assert_eq!(index.below[i], want, "node {i} {:?}", path(i));
+        }
+        // Inside masks: exactly the text tokens over the classes, UTF-8 prefixes, short enough.
+        let sets: [(&[u8], u32); 5] = [
+            (b"abc", u32::MAX),
+            (b"abcx.y-", u32::MAX),
+            (b"a0x1F", u32::MAX),
+            (b"ab c-htps:/\xC3\xA9", u32::MAX),
+            (b"abc", 16),
+        ];
+        for (bytes, max_len) in sets {
+            let classes = bytes.iter().fold(0u64, |a, &b| a | 1 << class_of(b));
+            let inside = Inside { classes, max_len };
+            let Some(mask) = index.inside_mask(inside) else {
+                panic!("{bytes:?}: a set with tokens is kept (tiny vocabulary)");
+            };
+            for (id, tok) in v.text_tokens() {
+                let want = tok.iter().all(|&b| classes & (1 << class_of(b)) != 0)
+                    && is_utf8_prefix(tok)
+                    && tok.len() as u64 <= max_len as u64;
+                let got = mask[id as usize / 32] & (1 << (id % 32)) != 0;
+                assert_eq!(got, want, "{tok:?} in {bytes:?} up to {max_len}");
+            }
+            assert_eq!(mask[0] & 1, 0, "EOS is not a text token");
+        }
+    }
+
+    /// Brute force for [`inside_classes`]: no UTF-8 text over the classes of at most `max_len`
+    /// (capped at `cap`) bytes kills `dfa` from `state`.
+    fn sound(dfa: &Dfa, state: u32, inside: Inside, cap: usize) -> bool {
+        let bytes: Vec<u8> = (0..=255u8)
+            .filter(|&b| inside.classes & (1 << class_of(b)) != 0)
+            .collect();
+        let limit = (inside.max_len as usize).min(cap);
+        let mut frontier: Vec<(u32, u8)> = vec![(state, utf8::BOUNDARY)];
+        let mut seen: FxHashSet<(u32, u8)> = frontier.iter().copied().collect();
+        for _ in 0..limit {
+            let mut next = Vec::new();
+            for &(t, u) in &frontier {
+                for &b in &bytes {
+                    let u2 = utf8::next(u, b);
+                    if u2 == utf8::INVALID {
+                        continue;
+                    }
+                    let t2 = dfa.next(t, b);
+                    if t2 == DEAD {
+                        return false;
+                    }
+                    if seen.insert((t2, u2)) {
+                        next.push((t2, u2));
+                    }
+                }
+            }
+            frontier = next;
+        }
+        true
+    }
+
+    #[test]
+    fn inside_classes_are_sound_and_useful() {
+        let cases: [(&str, &[u8], &[u8]); 6] = [
+            // (regex, input that leads to the state, bytes that must be inside there)
+            (
+                r"https?://[a-z0-9.-]+(?:%[0-9A-F]{2})?(?:/[a-z/]*)?",
+                b"https://",
+                b"az09.-",
+            ),
+            (r"[a-f0-9]{8,16}-[0-9]+", b"ab", b""),
+            (r".+:[0-9]+", b"x", b"az :\xC3\xA9"),
+            (r"[A-Za-z][A-Za-z0-9_-]{0,40}", b"Ab", b"azAZ09_-"),
+            (r"[a-z]{0,5}x", b"", b""),
+            (r"\d+\.\d+", b"1", b"09"),
+        ];
+        for (regex, input, must) in cases {
+            let dfa = Dfa::from_regex(regex, 1 << 22).unwrap();
+            let mut s = dfa.start();
+            for &b in input {
+                s = dfa.next(s, b);
+            }
+            let inside = inside_classes(&dfa, s);
+            assert!(
+                sound(&dfa, s, inside, 40),
+                "{regex} after {input:?}: {inside:?}"
+            );
+            for &b in must {
+                assert!(
+                    inside.classes & (1 << class_of(b)) != 0,
+                    "{regex} after {input:?}: {:?} not inside ({inside:?})",
+                    b as char
+                );
+            }
+            // Every state of the automaton: sound.
+            for t in 1..dfa.state_count() as u32 {
+                let inside = inside_classes(&dfa, t);
+                assert!(sound(&dfa, t, inside, 40), "{regex} at {t}: {inside:?}");
+            }
+        }
+        // Length bounds in the states: bounded, not empty.
+        let dfa = Dfa::from_regex("[a-f0-9]{8,16}-", 1 << 22).unwrap();
+        let s = b"ab".iter().fold(dfa.start(), |s, &b| dfa.next(s, b));
+        assert_eq!(
+            inside_classes(&dfa, s),
+            Inside {
+                classes: 0b11,
+                max_len: 8
+            }
+        );
+        let dfa = Dfa::from_regex("[a-z]{1,88}", 1 << 22).unwrap();
+        let s = dfa.next(dfa.start(), b'a');
+        let inside = inside_classes(&dfa, s);
+        assert_eq!(inside.max_len, 64, "{inside:?}");
+        assert!(inside.classes & (1 << class_of(b'q')) != 0);
+    }
+}
