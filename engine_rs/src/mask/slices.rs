@@ -221,7 +221,9 @@ impl TokenIndex {
     }
 
     /// Per state of `dfa`: whether reading any word of `L` from the state never kills it and
-    /// ends in the same state (e.g. the body loop of a JSON string).
+    /// ends in the same state or an equivalent one (e.g. the body loop of a JSON string; the
+    /// automata are not minimal, so the state after the opening quote and the one after a
+    /// character can differ while accepting the same continuations).
     ///
     /// When the only scanned terminal is in such a state, every slice token is allowed and a rest
     /// token `w u` (`w` its longest prefix in `L`) is allowed exactly when `u` is: after `w` the
@@ -236,6 +238,7 @@ impl TokenIndex {
         }
         let mut mark = vec![u32::MAX; dfa.state_count() * nu];
         let mut stack = Vec::new();
+        let mut equivalent = Equivalence::new(dfa);
         for s in 1..dfa.state_count() as u32 {
             if depths[s as usize] != DEPTH_CAP {
                 continue;
@@ -245,7 +248,7 @@ impl TokenIndex {
             stack.push((s, slice.start()));
             mark[s as usize * nu + slice.start() as usize] = s;
             while let Some((t, u)) = stack.pop() {
-                if slice.is_accept(u) && t != s {
+                if slice.is_accept(u) && t != s && !equivalent.test(s, t) {
                     stable = false;
                     break;
                 }
@@ -268,6 +271,68 @@ impl TokenIndex {
             out[s as usize] = stable;
         }
         out
+    }
+}
+
+/// Language equivalence of two states of one DFA, decided by walking state pairs in lock step
+/// (every state is co-reachable, so two states are equivalent exactly when no byte string leads
+/// one to acceptance or death and not the other). Pairs beyond [`Equivalence::MAX_PAIRS`] count
+/// as not equivalent (a stability test then fails safe). Answers are memoised.
+struct Equivalence<'a> {
+    dfa: &'a Dfa,
+    /// One byte per byte class of `dfa`.
+    reps: Vec<u8>,
+    known: rustc_hash::FxHashMap<(u32, u32), bool>,
+}
+
+impl<'a> Equivalence<'a> {
+    const MAX_PAIRS: usize = 4096;
+
+    fn new(dfa: &'a Dfa) -> Equivalence<'a> {
+        let mut seen = [false; 256];
+        let reps = (0..=255u8)
+            .filter(|&b| !std::mem::replace(&mut seen[dfa.byte_class(b) as usize], true))
+            .collect();
+        Equivalence {
+            dfa,
+            reps,
+            known: Default::default(),
+        }
+    }
+
+    fn test(&mut self, a: u32, b: u32) -> bool {
+        let key = (a.min(b), a.max(b));
+        if let Some(&k) = self.known.get(&key) {
+            return k;
+        }
+        let d = self.dfa;
+        let mut seen: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
+        let mut stack = vec![key];
+        seen.insert(key);
+        let mut same = true;
+        'walk: while let Some((x, y)) = stack.pop() {
+            if d.is_accept(x) != d.is_accept(y) {
+                same = false;
+                break;
+            }
+            for &c in &self.reps {
+                let (x2, y2) = (d.next(x, c), d.next(y, c));
+                if (x2 == DEAD) != (y2 == DEAD) {
+                    same = false;
+                    break 'walk;
+                }
+                let pair = (x2.min(y2), x2.max(y2));
+                if x2 != y2 && seen.insert(pair) {
+                    if seen.len() > Self::MAX_PAIRS {
+                        same = false;
+                        break 'walk;
+                    }
+                    stack.push(pair);
+                }
+            }
+        }
+        self.known.insert(key, same);
+        same
     }
 }
 
@@ -390,6 +455,7 @@ fn depths_with(t: &Dfa, slice: &Dfa, moves: &[Vec<(u8, u32)>]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     #[test]
     fn json_string_body_is_unbounded_but_max_length_is_not() {
@@ -408,6 +474,85 @@ mod tests {
         let t = Dfa::from_regex("[0-9]+", 1 << 20).unwrap();
         let d = slice_depths(&t, &slice);
         assert_eq!(d[t.start() as usize], 1);
+    }
+
+    /// Moore's partition refinement: the classes of language-equivalent states.
+    fn moore_classes(t: &Dfa) -> Vec<u32> {
+        let n = t.state_count();
+        let mut class: Vec<u32> = (0..n as u32)
+            .map(|s| {
+                if s == DEAD {
+                    0
+                } else {
+                    1 + t.is_accept(s) as u32
+                }
+            })
+            .collect();
+        loop {
+            let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+            let next: Vec<u32> = (0..n as u32)
+                .map(|s| {
+                    let mut sig = vec![class[s as usize]];
+                    sig.extend((0..=255u8).map(|b| class[t.next(s, b) as usize]));
+                    let k = ids.len() as u32;
+                    *ids.entry(sig).or_insert(k)
+                })
+                .collect();
+            let count = |c: &[u32]| c.iter().collect::<std::collections::HashSet<_>>().len();
+            if count(&next) == count(&class) {
+                return next;
+            }
+            class = next;
+        }
+    }
+
+    #[test]
+    fn equivalence_equals_partition_refinement() {
+        for pattern in [
+            r#""[^"\\]*""#,
+            r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#,
+            r#"(?:ab|a)*b{0,3}|c+"#,
+            r#"[a-c]{2,5}x?|[ab]+y"#,
+        ] {
+            let t = Dfa::from_regex(pattern, 1 << 20).unwrap();
+            let moore = moore_classes(&t);
+            let mut eq = Equivalence::new(&t);
+            for a in 1..t.state_count() as u32 {
+                for b in 1..t.state_count() as u32 {
+                    assert_eq!(
+                        eq.test(a, b),
+                        moore[a as usize] == moore[b as usize],
+                        "{pattern}: states {a} and {b}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn string_bodies_are_stable_in_every_equivalent_state() {
+        let vocab = crate::vocab::Vocabulary::from_byte_tokens(
+            &[Some(b"a".to_vec()), Some(b"\"".to_vec())],
+            &[],
+            None,
+        )
+        .unwrap();
+        let index = TokenIndex::new(&vocab);
+        for pattern in [r#""[^"\\]*""#, r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#] {
+            let t = Dfa::from_regex(pattern, 1 << 20).unwrap();
+            let (_, stable) = index.slice_tables(&t);
+            let open = t.next(t.start(), b'"');
+            let after = t.next(open, b'a');
+            let after2 = t.next(after, b'a');
+            for s in [open, after, after2] {
+                assert!(stable[s as usize], "{pattern}: state {s}");
+            }
+            assert!(!stable[t.start() as usize], "{pattern}: before the quote");
+        }
+        // A bounded body is not stable (text changes what may follow).
+        let t = Dfa::from_regex(r#""[^"\\]{0,5}""#, 1 << 20).unwrap();
+        let (_, stable) = index.slice_tables(&t);
+        assert!(!stable[t.next(t.start(), b'"') as usize]);
     }
 
     /// Per state, the shortest killing prefix of the slice language by breadth-first search over
