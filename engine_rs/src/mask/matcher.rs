@@ -243,12 +243,16 @@ impl Matcher {
         }
         let cg = self.cg.clone();
         let first = self.rec.allowed_bytes();
-        let (stable_text, counted_room) = {
-            let mut scan = self.rec.scan_terminals();
-            match (scan.next(), scan.next()) {
-                (Some(it), None) if cg.is_slice_stable(it.sym, it.state) => (true, None),
-                _ => (false, cg.counted_text_room(self.rec.scan_terminals())),
-            }
+        // Free text: every scanned terminal (often one; the same one in several places of the
+        // parse, too) is in a slice-stable state.
+        let stable_text = self.rec.scan_terminals().next().is_some()
+            && self
+                .rec
+                .scan_terminals()
+                .all(|it| cg.is_slice_stable(it.sym, it.state));
+        let counted_room = match stable_text {
+            true => None,
+            false => cg.counted_text_room(self.rec.scan_terminals()),
         };
         if stable_text {
             // Inside free text: every slice token, plus the rest decided by their suffixes. The
@@ -761,6 +765,13 @@ mod tests {
             r#"start ::= "{" (json_string_except!("ab", "true") | #"\"[a-z]+\"") ": 1}" ;"#,
             &[b"{\"abe\": 1}", b"{\"true\": 1}", b"{\"tr\\n\": 1}"],
         );
+        // Lengths counted outside the states (a counted automaton's ids carry the count).
+        crate::dfa::test_form::with(CountForm::Counted, || {
+            check(
+                r#"start ::= "[" len!(#"[a-f0-9_-]*", 1, 40) "]" ;"#,
+                &[b"[ab0-1_e]", b"[0123456789abcdef0123456789abcdef01234567]"],
+            );
+        });
         // UTF-8 text, and lengths bounded in the automaton's states.
         check(
             r#"start ::= "\"" #"[^\"\\\x00-\x1F]+:[0-9]+" "\"" | "[" #"[a-z]{2,9}|[a-f0-9]{20,30}" "]" ;"#,
@@ -769,6 +780,20 @@ mod tests {
                 b"[abcdefgh]",
                 b"[abe0123456789abe01234]",
             ],
+        );
+    }
+
+    #[test]
+    fn free_text_in_several_places_and_accepting_loops_equal_brute_force() {
+        // The same string terminal scanned from two places of the parse (either branch may go
+        // on), then a text loop that may end anywhere, followed by text (`ae\"` is `a` + `e\"`).
+        check(
+            r#"start ::= "[" (s ", " "1" | s ", " "ab" | s "]") ; s ::= #"\"[^\"\\\x00-\x1F]*\"" ;"#,
+            &[b"[\"a b\xc3\xa9\", ab", b"[\"\"]"],
+        );
+        check(
+            r#"start ::= t end ; end ::= "e\"" | "e\"" start ; t ::= #"[^\"\\\x00-\x1F]*" ;"#,
+            &[b"ab ae\"", b"e\"e\""],
         );
     }
 

@@ -136,13 +136,21 @@ impl StoredMask {
     }
 }
 
+/// What masks learned about one DFA state: its slice depth and whether it is slice-stable.
+#[derive(Debug, Default, Clone, Copy)]
+struct StateFacts(Option<u8>, Option<bool>);
+
 /// The slice tables of one terminal DFA.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 struct SliceTables {
-    /// Slice depth per state (see [`slices::slice_depths`]); empty for bounded `except!`.
+    /// For a length-counted automaton, the slice depth of each base state (see
+    /// [`TokenIndex::slice_depth`]); empty otherwise.
     depths: Vec<u8>,
-    /// Slice-stable states (see [`TokenIndex::slice_stable`]); empty for counted automata.
-    stable: Vec<bool>,
+    /// The pair's live moves for [`TokenIndex::slice_depth`] and
+    /// [`TokenIndex::is_slice_stable`]; empty for counted automata and bounded `except!`.
+    moves: slices::SliceMoves,
+    /// State → (slice depth, whether it is slice-stable), each decided when a mask first asks.
+    per_state: Mutex<FxHashMap<u32, StateFacts>>,
     /// For a length-counted automaton, per base state: see [`TokenIndex::counted_tables`].
     counted_reach: Vec<slices::CountedText>,
 }
@@ -179,31 +187,23 @@ impl CompiledGrammar {
                 let (depths, counted_reach) = self.index.counted_tables(&base, dfa);
                 return SliceTables {
                     depths,
-                    stable: Vec::new(),
                     counted_reach,
+                    ..SliceTables::default()
                 };
             }
-            let (depths, stable) = self.index.slice_tables(dfa);
             SliceTables {
-                depths,
-                stable,
-                counted_reach: Vec::new(),
+                moves: self.index.slice_moves(dfa),
+                ..SliceTables::default()
             }
         })
     }
 
-    /// What state `state` of LNF DFA `d` keeps alive (see [`loops::inside_classes`]); nothing
-    /// for a length-counted automaton (its count is not in its states).
+    /// What state `state` of LNF DFA `d` keeps alive (see [`loops::inside_classes`]; for a
+    /// length-counted automaton the count is in the state ids, so its bound is found too).
     fn inside_classes(&self, d: u32, state: u32) -> loops::Inside {
         let mut map = self.inside.lock().unwrap_or_else(|p| p.into_inner());
-        *map.entry((d, state)).or_insert_with(|| {
-            let dfa = &self.grammar.lnf().dfas[d as usize];
-            if dfa.is_counted() {
-                loops::Inside::NONE
-            } else {
-                loops::inside_classes(dfa, state)
-            }
-        })
+        *map.entry((d, state))
+            .or_insert_with(|| loops::inside_classes(&self.grammar.lnf().dfas[d as usize], state))
     }
 
     /// The grammar.
@@ -240,7 +240,8 @@ impl CompiledGrammar {
             .filter_map(|t| t.get())
             .map(|t| {
                 t.depths.len()
-                    + t.stable.len()
+                    + t.moves.iter().map(|m| 24 + m.len() * 8).sum::<usize>()
+                    + t.per_state.lock().map_or(0, |m| m.len() * 12)
                     + t.counted_reach
                         .iter()
                         .map(|r| 16 + r.as_ref().map_or(0, |r| r.len() * 4))
@@ -315,15 +316,19 @@ impl CompiledGrammar {
     /// Whether a scanned regex terminal is in a slice-stable state.
     #[inline]
     fn is_slice_stable(&self, sym: LSym, state: u32) -> bool {
-        match sym {
-            LSym::Regex(d) => self
-                .slice_tables(d)
-                .stable
-                .get(state as usize)
-                .copied()
-                .unwrap_or(false),
-            _ => false,
+        let LSym::Regex(d) = sym else {
+            return false;
+        };
+        let tables = self.slice_tables(d);
+        if tables.moves.is_empty() {
+            return false;
         }
+        let mut per_state = tables.per_state.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = per_state.entry(state).or_default();
+        *entry.1.get_or_insert_with(|| {
+            let dfa = &self.grammar.lnf().dfas[d as usize];
+            self.index.is_slice_stable(dfa, &tables.moves, state)
+        })
     }
 
     /// For the terminals scanned now: when one is a length-counted terminal in state `(t, n)`
@@ -392,11 +397,15 @@ impl CompiledGrammar {
                 .unwrap_or(0);
             return base.min(slack as u8);
         }
-        self.slice_tables(d)
-            .depths
-            .get(state as usize)
-            .copied()
-            .unwrap_or(0)
+        let tables = self.slice_tables(d);
+        if tables.moves.is_empty() {
+            return 0;
+        }
+        let mut per_state = tables.per_state.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = per_state.entry(state).or_default();
+        *entry
+            .0
+            .get_or_insert_with(|| self.index.slice_depth(dfa, &tables.moves, state))
     }
 }
 

@@ -5,7 +5,7 @@
 //! (so a token may end inside a multi-byte character) are grouped into buckets by byte length; every other token goes to the *rest* trie. Each bucket keeps a token trie
 //! and a precomputed bitmask.
 //!
-//! For a terminal DFA state `s`, [`slice_depths`] gives the length of the shortest byte string that
+//! For a terminal DFA state `s`, [`TokenIndex::slice_depth`] gives the length of the shortest byte string that
 //! is a prefix of a word of `L` and kills the DFA from `s` (capped). Every token of a bucket whose
 //! longest token is shorter than that keeps the terminal alive, hence (every Earley item being
 //! completable) keeps the input completable: the bucket's bitmask is added without walking its trie.
@@ -157,7 +157,7 @@ impl TokenIndex {
         })
     }
 
-    /// The slice depths of a length-counted automaton's base (see [`slice_depths`]) and, per base
+    /// The slice depths of a length-counted automaton's base (see the module docs) and, per base
     /// state `t`, the base states that slice text read from `t` visits, when no slice text kills
     /// `t` and every such path counts each character at its first byte (as `len!` and `json_len!`
     /// do; `None` otherwise).
@@ -206,73 +206,97 @@ impl TokenIndex {
         (depths, reach)
     }
 
-    /// Per-state slice depths of a terminal DFA (see the module docs); empty when too large.
-    pub fn slice_depths(&self, dfa: &Dfa) -> Vec<u8> {
-        slice_depths(dfa, &self.slice_dfa)
+    /// The live moves of the (terminal, slice) pair, for [`TokenIndex::slice_depth`] and
+    /// [`TokenIndex::is_slice_stable`].
+    pub fn slice_moves(&self, dfa: &Dfa) -> SliceMoves {
+        slice_moves(dfa, &self.slice_dfa)
     }
 
-    /// The slice depths and slice-stable states of a terminal DFA (see
-    /// [`TokenIndex::slice_stable`]), walking the pair's live moves computed once for both.
-    pub fn slice_tables(&self, dfa: &Dfa) -> (Vec<u8>, Vec<bool>) {
-        let moves = slice_moves(dfa, &self.slice_dfa);
-        let depths = depths_with(dfa, &self.slice_dfa, &moves);
-        let stable = self.slice_stable(dfa, &depths, &moves);
-        (depths, stable)
-    }
-
-    /// Per state of `dfa`: whether reading any word of `L` from the state never kills it and
-    /// ends in the same state or an equivalent one (e.g. the body loop of a JSON string; the
-    /// automata are not minimal, so the state after the opening quote and the one after a
-    /// character can differ while accepting the same continuations).
-    ///
-    /// When the only scanned terminal is in such a state, every slice token is allowed and a rest
-    /// token `w u` (`w` its longest prefix in `L`) is allowed exactly when `u` is: after `w` the
-    /// parse is the same as before it, up to relabelled positions. The mask is then the slice
-    /// buckets plus a walk of the (much smaller) suffix trie.
-    fn slice_stable(&self, dfa: &Dfa, depths: &[u8], moves: &[Vec<(u8, u32)>]) -> Vec<bool> {
+    /// The slice depth of state `s` of `dfa` (see the module docs): breadth first over the
+    /// (terminal, slice) pairs that slice text reaches, up to the first that dies. Asked per
+    /// state when a mask needs it; a search over [`MAX_STATES_FOR_DEPTHS`] pairs answers 0 (no
+    /// bucket taken wholesale: always safe).
+    pub fn slice_depth(&self, dfa: &Dfa, moves: &SliceMoves, s: u32) -> u8 {
         let slice = &self.slice_dfa;
-        let nu = slice.state_count();
-        let mut out = vec![false; dfa.state_count()];
-        if depths.len() != dfa.state_count() {
-            return out;
-        }
-        let mut mark = vec![u32::MAX; dfa.state_count() * nu];
-        let mut stack = Vec::new();
-        let mut equivalent = Equivalence::new(dfa);
-        for s in 1..dfa.state_count() as u32 {
-            if depths[s as usize] != DEPTH_CAP {
-                continue;
-            }
-            let mut stable = true;
-            stack.clear();
-            stack.push((s, slice.start()));
-            mark[s as usize * nu + slice.start() as usize] = s;
-            while let Some((t, u)) = stack.pop() {
-                if slice.is_accept(u) && t != s && !equivalent.test(s, t) {
-                    stable = false;
-                    break;
-                }
+        let mut seen: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
+        let mut layer = vec![(s, slice.start())];
+        seen.insert((s, slice.start()));
+        for depth in 1..DEPTH_CAP {
+            let mut next = Vec::new();
+            for &(t, u) in &layer {
                 for &(b, u2) in &moves[u as usize] {
                     let t2 = dfa.next(t, b);
                     if t2 == DEAD {
-                        stable = false;
-                        break;
+                        return depth;
                     }
-                    let m = &mut mark[t2 as usize * nu + u2 as usize];
-                    if *m != s {
-                        *m = s;
-                        stack.push((t2, u2));
+                    if seen.insert((t2, u2)) {
+                        if seen.len() > MAX_STATES_FOR_DEPTHS {
+                            return 0;
+                        }
+                        next.push((t2, u2));
                     }
-                }
-                if !stable {
-                    break;
                 }
             }
-            out[s as usize] = stable;
+            if next.is_empty() {
+                return DEPTH_CAP;
+            }
+            layer = next;
         }
-        out
+        DEPTH_CAP
+    }
+
+    /// Whether reading any word of `L` from state `s` of `dfa` never kills it, never passes an
+    /// accepting state (the terminal cannot end inside the text) and ends in `s` or an
+    /// equivalent state (e.g. the body loop of a JSON string; the automata are not minimal,
+    /// so the state after the opening quote and the one after a character can differ while
+    /// accepting the same continuations). `moves` from [`TokenIndex::slice_moves`]. Costs a walk
+    /// of the states slice text reaches from `s`, so it is asked per state, when a mask needs it.
+    ///
+    /// When every scanned terminal is in such a state, every slice token is allowed and a rest
+    /// token `w u` (`w` its longest prefix in `L`) is allowed exactly when `u` is: after `w` the
+    /// parse is the same as before it, up to relabelled positions. The mask is then the slice
+    /// buckets plus a walk of the (much smaller) suffix trie.
+    pub fn is_slice_stable(&self, dfa: &Dfa, moves: &SliceMoves, s: u32) -> bool {
+        let slice = &self.slice_dfa;
+        let mut seen: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
+        let mut stack = vec![(s, slice.start())];
+        seen.insert((s, slice.start()));
+        let mut same: Vec<u32> = Vec::new();
+        let mut equivalent = Equivalence::new(dfa);
+        while let Some((t, u)) = stack.pop() {
+            if dfa.is_accept(t) {
+                // The terminal could end inside the text and the rest of it be read by what
+                // follows: then text is not all the same.
+                return false;
+            }
+            if slice.is_accept(u) && t != s && !same.contains(&t) {
+                // A few duplicates of `s` are tested; more distinct states mean text that
+                // changes the state (a word trie), which no test needs to confirm.
+                if same.len() >= MAX_DUPLICATES || !equivalent.test(s, t) {
+                    return false;
+                }
+                same.push(t);
+            }
+            for &(b, u2) in &moves[u as usize] {
+                let t2 = dfa.next(t, b);
+                if t2 == DEAD {
+                    return false;
+                }
+                if seen.insert((t2, u2)) {
+                    stack.push((t2, u2));
+                }
+            }
+        }
+        true
     }
 }
+
+/// Per slice-automaton state, its live moves over representative bytes (see [`slice_moves`]).
+pub type SliceMoves = Vec<Vec<(u8, u32)>>;
+
+/// A slice-stable state may have at most this many duplicates (equivalent states) that slice text
+/// leads to.
+const MAX_DUPLICATES: usize = 4;
 
 /// Language equivalence of two states of one DFA, decided by walking state pairs in lock step
 /// (every state is co-reachable, so two states are equivalent exactly when no byte string leads
@@ -286,7 +310,7 @@ struct Equivalence<'a> {
 }
 
 impl<'a> Equivalence<'a> {
-    const MAX_PAIRS: usize = 4096;
+    const MAX_PAIRS: usize = 256;
 
     fn new(dfa: &'a Dfa) -> Equivalence<'a> {
         let mut seen = [false; 256];
@@ -340,7 +364,7 @@ impl<'a> Equivalence<'a> {
 /// classes of `t` and `slice` (bytes no automaton of the pair tells apart): `moves[u]` lists
 /// `(byte, next slice state)`. Most slice states (inside a UTF-8 character) have few live bytes,
 /// so walking the pair visits only those instead of every joint class.
-fn slice_moves(t: &Dfa, slice: &Dfa) -> Vec<Vec<(u8, u32)>> {
+fn slice_moves(t: &Dfa, slice: &Dfa) -> SliceMoves {
     let mut reps: Vec<u8> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for b in 0..=255u8 {
@@ -394,12 +418,13 @@ fn longest_slice_prefix(slice: &Dfa, bytes: &[u8]) -> usize {
 
 /// For each state `s` of `t`: the length of the shortest byte string `w` such that `w` is a prefix of
 /// a word of `slice`'s language and `t` dies reading `w` from `s`, capped at [`DEPTH_CAP`]
-/// (state 0, dead, gets 0).
+/// (state 0, dead, gets 0). The whole-automaton fixpoint, the reference for the per-state search.
+#[cfg(test)]
 pub fn slice_depths(t: &Dfa, slice: &Dfa) -> Vec<u8> {
     depths_with(t, slice, &slice_moves(t, slice))
 }
 
-/// [`slice_depths`] with the pair's live moves (see [`slice_moves`]) already computed.
+/// The slice depths of every state of `t`, given the pair's live moves (see [`slice_moves`]).
 fn depths_with(t: &Dfa, slice: &Dfa, moves: &[Vec<(u8, u32)>]) -> Vec<u8> {
     let nt = t.state_count();
     if nt > MAX_STATES_FOR_DEPTHS {
@@ -540,19 +565,20 @@ mod tests {
         let index = TokenIndex::new(&vocab);
         for pattern in [r#""[^"\\]*""#, r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#] {
             let t = Dfa::from_regex(pattern, 1 << 20).unwrap();
-            let (_, stable) = index.slice_tables(&t);
+            let moves = index.slice_moves(&t);
+            let stable = |s: u32| index.is_slice_stable(&t, &moves, s);
             let open = t.next(t.start(), b'"');
             let after = t.next(open, b'a');
             let after2 = t.next(after, b'a');
             for s in [open, after, after2] {
-                assert!(stable[s as usize], "{pattern}: state {s}");
+                assert!(stable(s), "{pattern}: state {s}");
             }
-            assert!(!stable[t.start() as usize], "{pattern}: before the quote");
+            assert!(!stable(t.start()), "{pattern}: before the quote");
         }
         // A bounded body is not stable (text changes what may follow).
         let t = Dfa::from_regex(r#""[^"\\]{0,5}""#, 1 << 20).unwrap();
-        let (_, stable) = index.slice_tables(&t);
-        assert!(!stable[t.next(t.start(), b'"') as usize]);
+        let moves = index.slice_moves(&t);
+        assert!(!index.is_slice_stable(&t, &moves, t.next(t.start(), b'"')));
     }
 
     /// Per state, the shortest killing prefix of the slice language by breadth-first search over
@@ -604,11 +630,21 @@ mod tests {
             r#"(?:[a-z]+,)*[a-z]{1,3}"#,
         ] {
             let t = Dfa::from_regex(pattern, 1 << 20).unwrap();
-            assert_eq!(
-                slice_depths(&t, &slice),
-                reference_depths(&t, &slice),
-                "{pattern}"
+            let reference = reference_depths(&t, &slice);
+            assert_eq!(slice_depths(&t, &slice), reference, "{pattern}");
+            // The per-state search gives the same depths.
+            let index = TokenIndex::new(
+                &crate::vocab::Vocabulary::from_byte_tokens(&[Some(b"a".to_vec())], &[], None)
+                    .unwrap(),
             );
+            let moves = index.slice_moves(&t);
+            for s in 1..t.state_count() as u32 {
+                assert_eq!(
+                    index.slice_depth(&t, &moves, s),
+                    reference[s as usize],
+                    "{pattern} at {s}"
+                );
+            }
         }
     }
 }
