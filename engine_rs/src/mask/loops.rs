@@ -20,11 +20,11 @@
 //!   DFA when a mask needs it.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::dfa::{utf8, Dfa, DEAD};
+use crate::dfa::{utf8, ByteSet, Dfa, DEAD};
 use crate::vocab::Vocabulary;
 
 /// Number of byte classes (see [`class_of`]).
@@ -78,6 +78,18 @@ pub const fn class_of(b: u8) -> usize {
         b'['..=b'`' => 32 + (b - b'[') as usize, // 32..=37
         b'{'..=b'~' => 38 + (b - b'{') as usize, // 38..=41
     }
+}
+
+/// The bytes of each class.
+pub(super) fn class_bytes() -> &'static [ByteSet; NUM_CLASSES] {
+    static TABLE: OnceLock<[ByteSet; NUM_CLASSES]> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [ByteSet::EMPTY; NUM_CLASSES];
+        for b in 0..=255u8 {
+            t[class_of(b)].insert(b);
+        }
+        t
+    })
 }
 
 /// Weight of classes when choosing what to give up: letters and digits make most tokens.
@@ -421,20 +433,7 @@ mod tests {
                 .map(|k| 1u64 << class_of(nodes[k].byte()))
                 .fold(0, |a, b| a | b);
             let depth = sub.clone().map(|k| nodes[k].depth()).max().unwrap();
-            let path = |k: usize| -> Vec<u8> {
-                // The path of node k: the bytes of the nodes on the way down.
-                let mut out = Vec::new();
-                let mut j = 0usize;
-                while j != k {
-                    let mut c = j + 1;
-                    while nodes[c].subtree_end() <= k {
-                        c = nodes[c].subtree_end();
-                    }
-                    out.push(nodes[c].byte());
-                    j = c;
-                }
-                out
-            };
+            let path = |k: usize| v.trie().path_of(k);
             let invalid = sub.clone().any(|k| k > 0 && !is_utf8_prefix(&path(k)));
             let want = classes | if invalid { INVALID } else { 0 } | (depth as u64) << DEPTH_SHIFT;
             assert_eq!(index.below[i], want, "node {i} {:?}", path(i));

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::loops::{Inside, LoopSkip};
-use super::CompiledGrammar;
+use super::{CompiledGrammar, TokenIndex};
 use crate::dfa::{ByteSet, Dfa, DEAD};
 use crate::earley::{Recognizer, ScanItem};
 use crate::error::EngineError;
@@ -268,7 +268,7 @@ impl Matcher {
                     0,
                     Some(&first),
                     out,
-                    None,
+                    Skip::No,
                 )?;
                 self.add_eos(out);
                 if keyed {
@@ -281,7 +281,14 @@ impl Matcher {
             // Inside length-counted free text: the slice tokens that fit the count, plus the rest
             // walked (the count changes along a token, so no suffix shortcut).
             out.copy_from_slice(cg.index.slices_with_leads_upto(room));
-            walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, None)?;
+            walk_subtree(
+                &mut self.rec,
+                &cg.index.rest,
+                0,
+                Some(&first),
+                out,
+                Skip::No,
+            )?;
         } else if !first.is_empty() {
             let mut key = std::mem::take(&mut self.key);
             let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
@@ -314,8 +321,8 @@ impl Matcher {
         }
     }
 
-    /// The mask of a state that is not plain text: slices where they apply, trie walks elsewhere,
-    /// and EOS when the input is complete.
+    /// The mask of a state that is not plain text (`out` all zeros on entry): slices where they
+    /// apply, trie walks elsewhere, and EOS when the input is complete.
     fn fill_by_walking(
         &mut self,
         cg: &Arc<CompiledGrammar>,
@@ -331,31 +338,51 @@ impl Matcher {
                 .max()
                 .unwrap_or(0);
             let wholesale = cg.index.buckets.iter().any(|b| b.max_len < depth as usize);
-            if wholesale {
+            // The rest tokens are walked, except subtrees whose tokens all die where they leave
+            // slice text.
+            let dead = self
+                .rec
+                .scan_terminals()
+                .map(|it| cg.dead_classes(it.sym, it.state))
+                .fold(u64::MAX, |a, b| a & b);
+            let rest = match dead {
+                0 => Skip::No,
+                dead => Skip::RestDead(&cg.index, dead),
+            };
+            if cg.index.buckets.iter().all(|b| b.max_len < depth as usize) {
+                // Every slice token: one copy (`out` is all zeros here).
+                out.copy_from_slice(&cg.index.all_slices);
+                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, rest)?;
+            } else if wholesale {
                 for bucket in &cg.index.buckets {
                     if bucket.max_len < depth as usize {
                         for (o, m) in out.iter_mut().zip(&bucket.mask) {
                             *o |= m;
                         }
                     } else {
-                        walk_subtree(&mut self.rec, &bucket.trie, 0, Some(first), out, None)?;
+                        walk_subtree(&mut self.rec, &bucket.trie, 0, Some(first), out, Skip::No)?;
                     }
                 }
-                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, None)?;
+                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, rest)?;
             } else {
                 // No slice applies: one walk over the whole vocabulary's trie, skipping what a
                 // terminal's self-loop takes wholesale.
                 let loops = cg.index.loop_index(&cg.vocab);
-                let skip = self.inside_classes(cg).and_then(|inside| {
-                    let mask = loops.inside_mask(inside)?;
-                    for (o, m) in out.iter_mut().zip(mask.iter()) {
-                        *o |= m;
+                let inside = self
+                    .inside_classes(cg)
+                    .and_then(|inside| Some((inside, loops.inside_mask(inside)?)));
+                let skip = match inside {
+                    Some((inside, mask)) => {
+                        for (o, m) in out.iter_mut().zip(mask.iter()) {
+                            *o |= m;
+                        }
+                        Skip::Loop(LoopSkip {
+                            index: loops,
+                            inside,
+                        })
                     }
-                    Some(LoopSkip {
-                        index: loops,
-                        inside,
-                    })
-                });
+                    None => Skip::No,
+                };
                 walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(first), out, skip)?;
             }
         }
@@ -409,6 +436,37 @@ fn set_token_bits(trie: &TokenTrie, i: usize, t: u32, out: &mut [u32]) {
     }
 }
 
+/// What a walk of a whole trie from its root may skip without looking at it.
+#[derive(Clone, Copy)]
+enum Skip<'a> {
+    No,
+    /// The vocabulary's trie: subtrees whose tokens are all in the inside bitmask already added
+    /// to the mask (see [`super::loops`]).
+    Loop(LoopSkip<'a>),
+    /// The rest trie: subtrees whose tokens all die where they leave slice text, every scanned
+    /// terminal being killed there by the dead classes (see [`TokenIndex::dead_classes`]).
+    RestDead(&'a TokenIndex, u64),
+}
+
+impl Skip<'_> {
+    /// Whether the walk skips node `i` (depth `r` below the root, reached by `byte`) and its
+    /// subtree. `in_loop[r]` (`in_loop` at least `r + 1` long, `in_loop[0]` true) is updated:
+    /// whether the first `r` bytes all have inside classes.
+    #[inline]
+    fn skips(&self, i: usize, byte: u8, r: usize, in_loop: &mut [bool]) -> bool {
+        match *self {
+            Skip::No => false,
+            Skip::Loop(l) => {
+                // A path inside the loop with only inside bytes below: every token of the subtree
+                // is in the inside bitmask already.
+                in_loop[r] = in_loop[r - 1] && l.byte_inside(byte);
+                in_loop[r] && l.subtree_inside(i)
+            }
+            Skip::RestDead(index, dead) => index.rest_dies_below(i, dead),
+        }
+    }
+}
+
 /// One terminal being scanned in the base set, as the lexer-mode walk sees it.
 #[derive(Clone, Copy)]
 enum Lexeme<'a> {
@@ -432,7 +490,7 @@ fn walk_subtree(
     start: usize,
     first: Option<&ByteSet>,
     out: &mut [u32],
-    loops: Option<LoopSkip<'_>>,
+    skip_by: Skip<'_>,
 ) -> Result<(), EngineError> {
     let grammar = rec.grammar().clone();
     let lnf = grammar.lnf();
@@ -456,11 +514,11 @@ fn walk_subtree(
             }
             // `except!` carries a length bound tied to positions; more than 64 lexemes do not fit
             // the end mask: use the recognizer.
-            _ => return walk_recognizer(rec, trie, start, first, out, loops),
+            _ => return walk_recognizer(rec, trie, start, first, out, skip_by),
         }
     }
     if k > 64 {
-        return walk_recognizer(rec, trie, start, first, out, loops);
+        return walk_recognizer(rec, trie, start, first, out, skip_by);
     }
     let nodes = trie.nodes();
     let base_depth = nodes[start].depth();
@@ -494,14 +552,9 @@ fn walk_subtree(
             states.resize((r + 1) * k, DEAD);
             in_loop.resize(r + 1, false);
         }
-        if let Some(l) = loops {
-            // A path inside the loop with only inside bytes below: every token of the subtree
-            // is in the inside bitmask already.
-            in_loop[r] = in_loop[r - 1] && l.byte_inside(byte);
-            if in_loop[r] && l.subtree_inside(i) {
-                i = n.subtree_end();
-                continue;
-            }
+        if skip_by.skips(i, byte, r, &mut in_loop) {
+            i = n.subtree_end();
+            continue;
         }
         path[r - 1] = byte;
         // The recognizer's bytes beyond the parent are from another branch now.
@@ -517,7 +570,7 @@ fn walk_subtree(
                         set_token_bits(trie, i, t, out);
                     }
                     if n.subtree_end() > i + 1 {
-                        walk_subtree(rec, trie, i, None, out, None)?;
+                        walk_subtree(rec, trie, i, None, out, Skip::No)?;
                     }
                 }
                 Ok(false) => {}
@@ -615,7 +668,7 @@ fn walk_recognizer(
     start: usize,
     first: Option<&ByteSet>,
     out: &mut [u32],
-    loops: Option<LoopSkip<'_>>,
+    skip_by: Skip<'_>,
 ) -> Result<(), EngineError> {
     let base = rec.len();
     let nodes = trie.nodes();
@@ -631,13 +684,10 @@ fn walk_recognizer(
             i = n.subtree_end();
             continue;
         }
-        if let Some(l) = loops {
-            in_loop.resize(r + 1, false);
-            in_loop[r] = in_loop[r - 1] && l.byte_inside(n.byte());
-            if in_loop[r] && l.subtree_inside(i) {
-                i = n.subtree_end();
-                continue;
-            }
+        in_loop.resize(r + 1, false);
+        if skip_by.skips(i, n.byte(), r, &mut in_loop) {
+            i = n.subtree_end();
+            continue;
         }
         rec.rollback_to(base + r - 1);
         match rec.try_feed_byte(n.byte()) {
@@ -794,6 +844,22 @@ mod tests {
         check(
             r#"start ::= t end ; end ::= "e\"" | "e\"" start ; t ::= #"[^\"\\\x00-\x1F]*" ;"#,
             &[b"ab ae\"", b"e\"e\""],
+        );
+    }
+
+    #[test]
+    fn rest_tokens_after_terminals_that_can_end_equal_brute_force() {
+        // Text that may end inside slice text (after its third character), then a byte outside
+        // it (nested between control bytes, so that no automaton merges them): from `ab`, the
+        // rest token `b\n` lives although the text itself dies at `\n`.
+        check(
+            r#"start ::= "\x01" w end ; end ::= "\n\x02" | "\n" start "\x02" | "\"\x02" ; w ::= #"[^\"\\\x00-\x1F]{3,}" ;"#,
+            &[b"\x01abb\n\x01bab\n\x02\x02", b"\x01eaea\"\x02"],
+        );
+        // A literal key that leaves slice text at its closing quote.
+        check(
+            r#"start ::= "{" ("\"ab\": " | "\"a\n\": ") "1}" ;"#,
+            &[b"{\"ab\": 1}", b"{\"a\n\": 1}"],
         );
     }
 

@@ -136,9 +136,10 @@ impl StoredMask {
     }
 }
 
-/// What masks learned about one DFA state: its slice depth and whether it is slice-stable.
+/// What masks learned about one DFA state: its slice depth, whether it is slice-stable, and the
+/// classes that kill it after slice text ([`TokenIndex::dead_classes`]).
 #[derive(Debug, Default, Clone, Copy)]
-struct StateFacts(Option<u8>, Option<bool>);
+struct StateFacts(Option<u8>, Option<bool>, Option<u64>);
 
 /// The slice tables of one terminal DFA.
 #[derive(Debug, Default)]
@@ -241,7 +242,7 @@ impl CompiledGrammar {
             .map(|t| {
                 t.depths.len()
                     + t.moves.iter().map(|m| 24 + m.len() * 8).sum::<usize>()
-                    + t.per_state.lock().map_or(0, |m| m.len() * 12)
+                    + t.per_state.lock().map_or(0, |m| m.len() * 24)
                     + t.counted_reach
                         .iter()
                         .map(|r| 16 + r.as_ref().map_or(0, |r| r.len() * 4))
@@ -329,6 +330,39 @@ impl CompiledGrammar {
             let dfa = &self.grammar.lnf().dfas[d as usize];
             self.index.is_slice_stable(dfa, &tables.moves, state)
         })
+    }
+
+    /// The classes that kill a scanned terminal in `state` after any slice text (see
+    /// [`TokenIndex::dead_classes`]); 0 when it might not die or end inside slice text.
+    fn dead_classes(&self, sym: LSym, state: u32) -> u64 {
+        match sym {
+            LSym::Lit(l) => {
+                // Slice text follows the literal up to its first byte outside `L`, which must
+                // come (else the literal could end inside the text); only the bytes up to there
+                // can be read.
+                let rest = &self.grammar.lnf().literal(l)[state as usize..];
+                let Some(p) = self.index.first_break(rest) else {
+                    return 0;
+                };
+                let read = rest[..=p]
+                    .iter()
+                    .fold(0u64, |a, &b| a | 1 << loops::class_of(b));
+                !read & ((1u64 << loops::NUM_CLASSES) - 1)
+            }
+            LSym::Regex(d) => {
+                let tables = self.slice_tables(d);
+                if tables.moves.is_empty() {
+                    return 0;
+                }
+                let mut per_state = tables.per_state.lock().unwrap_or_else(|p| p.into_inner());
+                let entry = per_state.entry(state).or_default();
+                *entry.2.get_or_insert_with(|| {
+                    let dfa = &self.grammar.lnf().dfas[d as usize];
+                    self.index.dead_classes(dfa, &tables.moves, state)
+                })
+            }
+            _ => 0,
+        }
     }
 
     /// For the terminals scanned now: when one is a length-counted terminal in state `(t, n)`

@@ -62,7 +62,17 @@ pub struct TokenIndex {
     leads_upto: Vec<OnceLock<Vec<u32>>>,
     /// Tables for self-loop skipping, built on first use (see [`super::loops`]).
     loops: OnceLock<super::loops::LoopIndex>,
+    /// Per node of `rest`: [`BREAK_INSIDE`] when the node's path is a prefix of a word of `L`,
+    /// and then the classes ([`super::loops::class_of`]) of the bytes at which the tokens of its
+    /// subtree leave `L` (see [`TokenIndex::rest_dies_below`]).
+    rest_breaks: Vec<u64>,
 }
+
+/// [`TokenIndex::dead_classes`] gives up (0) on closures larger than this.
+const MAX_DEAD_CLOSURE: usize = 256;
+
+/// Flag of [`TokenIndex::rest_breaks`]: the node's path is a prefix of a word of `L`.
+const BREAK_INSIDE: u64 = 1 << 63;
 
 impl TokenIndex {
     pub fn new(vocab: &Vocabulary) -> TokenIndex {
@@ -110,10 +120,13 @@ impl TokenIndex {
                 *o |= m;
             }
         }
+        let rest = TokenTrie::build(rest).expect("subset of a valid vocabulary");
+        let rest_breaks = break_classes(&rest, &slice_dfa);
         TokenIndex {
             all_slices,
             buckets,
-            rest: TokenTrie::build(rest).expect("subset of a valid vocabulary"),
+            rest,
+            rest_breaks,
             suffixes: TokenTrie::build(suffixes).expect("suffixes of valid tokens"),
             words,
             slice_dfa,
@@ -123,6 +136,62 @@ impl TokenIndex {
             slice_leads,
             loops: OnceLock::new(),
         }
+    }
+
+    /// The position of the first byte of `bytes` outside the slice language's prefixes, if any.
+    pub fn first_break(&self, bytes: &[u8]) -> Option<usize> {
+        let mut u = self.slice_dfa.start();
+        bytes.iter().position(|&b| {
+            u = self.slice_dfa.next(u, b);
+            u == DEAD
+        })
+    }
+
+    /// Whether every token below node `i` of the rest trie dies, for a walk from the root whose
+    /// terminals all had `dead` (see [`TokenIndex::dead_classes`]) at its start: `i`'s path is
+    /// slice text and every token of the subtree leaves `L` at a byte of a dead class.
+    #[inline]
+    pub fn rest_dies_below(&self, i: usize, dead: u64) -> bool {
+        let b = self.rest_breaks[i];
+        b & BREAK_INSIDE != 0 && b & !dead & !BREAK_INSIDE == 0
+    }
+
+    /// The classes ([`super::loops::class_of`]) whose every byte kills `dfa` wherever slice text
+    /// read from state `s` leads it, provided it never reaches an accepting state there (the
+    /// terminal cannot end inside slice text); 0 otherwise, or over [`MAX_DEAD_CLOSURE`] pairs
+    /// (it is asked for every state a mask starts in: large closures cost more than they save). A token that is slice text up to a byte of such a class dies there, whatever the
+    /// text before it.
+    pub fn dead_classes(&self, dfa: &Dfa, moves: &SliceMoves, s: u32) -> u64 {
+        let slice = &self.slice_dfa;
+        let class_bytes = super::loops::class_bytes();
+        let mut dead = (1u64 << super::loops::NUM_CLASSES) - 1;
+        let mut seen: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
+        let mut stack = vec![(s, slice.start())];
+        seen.insert((s, slice.start()));
+        while let Some((t, u)) = stack.pop() {
+            if dfa.is_accept(t) {
+                return 0;
+            }
+            let live = dfa.live_bytes(t);
+            for (c, set) in class_bytes.iter().enumerate() {
+                if (0..4).any(|w| set.0[w] & live.0[w] != 0) {
+                    dead &= !(1 << c);
+                }
+            }
+            if dead == 0 {
+                return 0;
+            }
+            for &(b, u2) in &moves[u as usize] {
+                let t2 = dfa.next(t, b);
+                if t2 != DEAD && seen.insert((t2, u2)) {
+                    if seen.len() > MAX_DEAD_CLOSURE {
+                        return 0;
+                    }
+                    stack.push((t2, u2));
+                }
+            }
+        }
+        dead
     }
 
     /// The self-loop tables of `vocab`, the vocabulary this index was built from.
@@ -384,6 +453,45 @@ fn slice_moves(t: &Dfa, slice: &Dfa) -> SliceMoves {
         .collect()
 }
 
+/// [`TokenIndex::rest_breaks`] of a trie: per node, whether its path is a prefix of a word of
+/// the slice language and, then, the classes of the first bytes outside it of its subtree's
+/// tokens.
+fn break_classes(trie: &TokenTrie, slice: &Dfa) -> Vec<u64> {
+    let nodes = trie.nodes();
+    let mut state = vec![slice.start(); nodes.len()];
+    let mut parent = vec![0u32; nodes.len()];
+    let mut path: Vec<u32> = vec![0];
+    for (i, n) in nodes.iter().enumerate().skip(1) {
+        path.truncate(n.depth());
+        let p = path[n.depth() - 1];
+        parent[i] = p;
+        let ps = state[p as usize];
+        state[i] = if ps == DEAD {
+            DEAD
+        } else {
+            slice.next(ps, n.byte())
+        };
+        path.push(i as u32);
+    }
+    let mut out: Vec<u64> = state
+        .iter()
+        .map(|&u| if u == DEAD { 0 } else { BREAK_INSIDE })
+        .collect();
+    for i in (1..nodes.len()).rev() {
+        let p = parent[i] as usize;
+        if state[p] == DEAD {
+            continue;
+        }
+        // A child inside `L` passes its breaks up; the first byte outside it is a break itself.
+        out[p] |= if state[i] == DEAD {
+            1 << super::loops::class_of(nodes[i].byte())
+        } else {
+            out[i] & !BREAK_INSIDE
+        };
+    }
+    out
+}
+
 /// Whether `b` continues a UTF-8 character (`0x80..=0xBF`) rather than starting one.
 fn is_continuation(b: u8) -> bool {
     (0x80..=0xBF).contains(&b)
@@ -529,6 +637,49 @@ mod tests {
             }
             class = next;
         }
+    }
+
+    #[test]
+    fn rest_breaks_equal_brute_force() {
+        let words: [&[u8]; 10] = [
+            b"ab\n",
+            b"ab\"",
+            b"a\"b",
+            b"\n",
+            b"x\ty\n",
+            b"x\\",
+            b"\xC3\xA9\n",
+            b"\xC3a",
+            b"\x7F",
+            b"abc",
+        ];
+        let toks: Vec<Option<Vec<u8>>> = words.iter().map(|w| Some(w.to_vec())).collect();
+        let vocab = crate::vocab::Vocabulary::from_byte_tokens(&toks, &[], None).unwrap();
+        let index = TokenIndex::new(&vocab);
+        let nodes = index.rest.nodes();
+        let slice = &index.slice_dfa;
+        let path = |k: usize| index.rest.path_of(k);
+        for (i, n) in nodes.iter().enumerate().skip(1) {
+            let inside = is_slice_prefix(slice, &path(i));
+            assert_eq!(
+                index.rest_breaks[i] & BREAK_INSIDE != 0,
+                inside,
+                "{:?}",
+                path(i)
+            );
+            if !inside {
+                continue;
+            }
+            let mut want = 0u64;
+            for k in (i..n.subtree_end()).filter(|&k| nodes[k].token().is_some()) {
+                let p = path(k);
+                let at = index.first_break(&p).expect("rest tokens leave L");
+                assert!(at >= path(i).len());
+                want |= 1 << super::super::loops::class_of(p[at]);
+            }
+            assert_eq!(index.rest_breaks[i] & !BREAK_INSIDE, want, "{:?}", path(i));
+        }
+        assert!(index.rest.num_tokens() == 9, "`abc` is a slice token");
     }
 
     #[test]

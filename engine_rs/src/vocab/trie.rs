@@ -398,6 +398,22 @@ impl TokenTrie {
         walker.pop_bytes(depth - base);
     }
 
+    /// The bytes of node `i`'s path, found by descending from the root (tests).
+    #[cfg(test)]
+    pub fn path_of(&self, i: usize) -> Vec<u8> {
+        let nodes = &self.nodes;
+        let (mut out, mut j) = (Vec::new(), 0usize);
+        while j != i {
+            let mut c = j + 1;
+            while nodes[c].subtree_end() <= i {
+                c = nodes[c].subtree_end();
+            }
+            out.push(nodes[c].byte());
+            j = c;
+        }
+        out
+    }
+
     /// Bytes of heap memory the trie uses (for stats).
     pub fn heap_bytes(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<TrieNode>()
