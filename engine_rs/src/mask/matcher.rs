@@ -10,6 +10,10 @@ use crate::error::EngineError;
 use crate::lnf::LSym;
 use crate::vocab::TokenTrie;
 
+/// Masks whose first byte has at most this many choices skip the self-loop search (see
+/// [`super::loops`]): their walk prunes the vocabulary at its first level anyway.
+const FEW_FIRST_BYTES: usize = 12;
+
 /// Longest forced continuation reported by [`Matcher::forced_bytes`].
 const MAX_FORCED: usize = 4096;
 
@@ -338,20 +342,10 @@ impl Matcher {
                 .max()
                 .unwrap_or(0);
             let wholesale = cg.index.buckets.iter().any(|b| b.max_len < depth as usize);
-            // The rest tokens are walked, except subtrees whose tokens all die where they leave
-            // slice text.
-            let dead = self
-                .rec
-                .scan_terminals()
-                .map(|it| cg.dead_classes(it.sym, it.state))
-                .fold(u64::MAX, |a, b| a & b);
-            let rest = match dead {
-                0 => Skip::No,
-                dead => Skip::RestDead(&cg.index, dead),
-            };
             if cg.index.buckets.iter().all(|b| b.max_len < depth as usize) {
                 // Every slice token: one copy (`out` is all zeros here).
                 out.copy_from_slice(&cg.index.all_slices);
+                let rest = rest_skip(&self.rec, cg);
                 walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, rest)?;
             } else if wholesale {
                 for bucket in &cg.index.buckets {
@@ -363,13 +357,16 @@ impl Matcher {
                         walk_subtree(&mut self.rec, &bucket.trie, 0, Some(first), out, Skip::No)?;
                     }
                 }
+                let rest = rest_skip(&self.rec, cg);
                 walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, rest)?;
             } else {
                 // No slice applies: one walk over the whole vocabulary's trie, skipping what a
                 // terminal's self-loop takes wholesale.
                 let loops = cg.index.loop_index(&cg.vocab);
-                let inside = self
-                    .inside_classes(cg)
+                // Few first bytes (digits, a sign) prune the walk at once: no need to look.
+                let inside = (first.len() > FEW_FIRST_BYTES)
+                    .then(|| self.inside_classes(cg))
+                    .flatten()
                     .and_then(|inside| Some((inside, loops.inside_mask(inside)?)));
                 let skip = match inside {
                     Some((inside, mask)) => {
@@ -446,6 +443,19 @@ enum Skip<'a> {
     /// The rest trie: subtrees whose tokens all die where they leave slice text, every scanned
     /// terminal being killed there by the dead classes (see [`TokenIndex::dead_classes`]).
     RestDead(&'a TokenIndex, u64),
+}
+
+/// The skip for a walk of the rest trie from the root: subtrees whose tokens all die where they
+/// leave slice text (see [`TokenIndex::dead_classes`]).
+fn rest_skip<'c>(rec: &Recognizer, cg: &'c CompiledGrammar) -> Skip<'c> {
+    let dead = rec
+        .scan_terminals()
+        .map(|it| cg.dead_classes(it.sym, it.state))
+        .fold(u64::MAX, |a, b| a & b);
+    match dead {
+        0 => Skip::No,
+        dead => Skip::RestDead(&cg.index, dead),
+    }
 }
 
 impl Skip<'_> {
