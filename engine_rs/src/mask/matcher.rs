@@ -301,8 +301,8 @@ impl Matcher {
                 return Ok(());
             }
             out.fill(0);
-            self.fill_by_walking(&cg, &first, out)?;
-            if keyed {
+            let work = self.fill_by_walking(&cg, &first, out)?;
+            if keyed && work >= cg.work_worth_caching() {
                 cg.store_mask(&key, out);
             }
             self.key = key;
@@ -326,13 +326,15 @@ impl Matcher {
     }
 
     /// The mask of a state that is not plain text (`out` all zeros on entry): slices where they
-    /// apply, trie walks elsewhere, and EOS when the input is complete.
+    /// apply, trie walks elsewhere, and EOS when the input is complete. Returns the trie nodes
+    /// the walks examined (what the mask cost).
     fn fill_by_walking(
         &mut self,
         cg: &Arc<CompiledGrammar>,
         first: &ByteSet,
         out: &mut [u32],
-    ) -> Result<(), EngineError> {
+    ) -> Result<usize, EngineError> {
+        let mut work = 0usize;
         {
             // The deepest slice depth any scanned terminal offers.
             let depth = self
@@ -346,7 +348,7 @@ impl Matcher {
                 // Every slice token: one copy (`out` is all zeros here).
                 out.copy_from_slice(&cg.index.all_slices);
                 let rest = rest_skip(&self.rec, cg);
-                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, rest)?;
+                work += walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, rest)?;
             } else if wholesale {
                 for bucket in &cg.index.buckets {
                     if bucket.max_len < depth as usize {
@@ -354,11 +356,18 @@ impl Matcher {
                             *o |= m;
                         }
                     } else {
-                        walk_subtree(&mut self.rec, &bucket.trie, 0, Some(first), out, Skip::No)?;
+                        work += walk_subtree(
+                            &mut self.rec,
+                            &bucket.trie,
+                            0,
+                            Some(first),
+                            out,
+                            Skip::No,
+                        )?;
                     }
                 }
                 let rest = rest_skip(&self.rec, cg);
-                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, rest)?;
+                work += walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, rest)?;
             } else {
                 // No slice applies: one walk over the whole vocabulary's trie, skipping what a
                 // terminal's self-loop takes wholesale.
@@ -380,11 +389,11 @@ impl Matcher {
                     }
                     None => Skip::No,
                 };
-                walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(first), out, skip)?;
+                work += walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(first), out, skip)?;
             }
         }
         self.add_eos(out);
-        Ok(())
+        Ok(work)
     }
 
     /// The largest [`Inside`] of a scanned terminal (see [`super::loops`]); `None` when no
@@ -501,13 +510,13 @@ fn walk_subtree(
     first: Option<&ByteSet>,
     out: &mut [u32],
     skip_by: Skip<'_>,
-) -> Result<(), EngineError> {
+) -> Result<usize, EngineError> {
     let grammar = rec.grammar().clone();
     let lnf = grammar.lnf();
     let base_items: Vec<ScanItem> = rec.scan_terminals().collect();
     let k = base_items.len();
     if k == 0 {
-        return Ok(());
+        return Ok(0);
     }
     let mut lexemes: Vec<Lexeme<'_>> = Vec::with_capacity(k);
     let mut states: Vec<u32> = Vec::with_capacity(k * 8);
@@ -546,8 +555,10 @@ fn walk_subtree(
     let mut skip: Vec<ScanItem> = Vec::with_capacity(k);
     // `in_loop[r]`: the first `r` bytes below `start` all have inside classes (see `loops`).
     let mut in_loop: Vec<bool> = vec![true];
+    let mut work = 0usize;
     let mut i = start + 1;
     while i < end {
+        work += 1;
         let n = &nodes[i];
         let r = n.depth() - base_depth;
         let byte = n.byte();
@@ -580,7 +591,7 @@ fn walk_subtree(
                         set_token_bits(trie, i, t, out);
                     }
                     if n.subtree_end() > i + 1 {
-                        walk_subtree(rec, trie, i, None, out, Skip::No)?;
+                        work += walk_subtree(rec, trie, i, None, out, Skip::No)?;
                     }
                 }
                 Ok(false) => {}
@@ -668,7 +679,7 @@ fn walk_subtree(
         i += 1;
     }
     rec.rollback_to(base_len);
-    Ok(())
+    Ok(work)
 }
 
 /// Walks a subtree with recognizer push (feed) and pop (rollback) at every node.
@@ -679,15 +690,17 @@ fn walk_recognizer(
     first: Option<&ByteSet>,
     out: &mut [u32],
     skip_by: Skip<'_>,
-) -> Result<(), EngineError> {
+) -> Result<usize, EngineError> {
     let base = rec.len();
     let nodes = trie.nodes();
     let base_depth = nodes[start].depth();
     let end = nodes[start].subtree_end();
     // `in_loop[r]`: as in `walk_subtree`.
     let mut in_loop: Vec<bool> = vec![true];
+    let mut work = 0usize;
     let mut i = start + 1;
     while i < end {
+        work += 1;
         let n = &nodes[i];
         let r = n.depth() - base_depth;
         if r == 1 && first.is_some_and(|f| !f.contains(n.byte())) {
@@ -715,7 +728,7 @@ fn walk_recognizer(
         }
     }
     rec.rollback_to(base);
-    Ok(())
+    Ok(work)
 }
 
 #[cfg(test)]

@@ -60,6 +60,10 @@ pub struct MaskCacheStats {
     pub bytes: usize,
 }
 
+/// Trie nodes a mask's walks must examine for the mask to be cached (see
+/// [`CompiledGrammar::work_worth_caching`]).
+const MIN_WORK_TO_CACHE: usize = 512;
+
 /// Longest state key worth caching (deeper parse stacks are recomputed).
 pub const MASK_CACHE_MAX_KEY: usize = 4096;
 
@@ -205,6 +209,12 @@ impl CompiledGrammar {
         let mut map = self.inside.lock().unwrap_or_else(|p| p.into_inner());
         *map.entry((d, state))
             .or_insert_with(|| loops::inside_classes(&self.grammar.lnf().dfas[d as usize], state))
+    }
+
+    /// Masks whose walks examined fewer trie nodes than this are not cached: restoring one
+    /// would cost about as much as computing it (scaled down for small vocabularies).
+    fn work_worth_caching(&self) -> usize {
+        (self.vocab.trie().len() / 64).min(MIN_WORK_TO_CACHE)
     }
 
     /// The grammar.
