@@ -276,7 +276,7 @@ impl Matcher {
                 )?;
                 self.add_eos(out);
                 if keyed {
-                    cg.store_mask(&key, out);
+                    cg.store_text_mask(&key, out);
                 }
             }
             self.key = key;
@@ -555,6 +555,7 @@ fn walk_subtree(
     let mut skip: Vec<ScanItem> = Vec::with_capacity(k);
     // `in_loop[r]`: the first `r` bytes below `start` all have inside classes (see `loops`).
     let mut in_loop: Vec<bool> = vec![true];
+    let skipping = !matches!(skip_by, Skip::No);
     let mut work = 0usize;
     let mut i = start + 1;
     while i < end {
@@ -573,7 +574,7 @@ fn walk_subtree(
             states.resize((r + 1) * k, DEAD);
             in_loop.resize(r + 1, false);
         }
-        if skip_by.skips(i, byte, r, &mut in_loop) {
+        if skipping && skip_by.skips(i, byte, r, &mut in_loop) {
             i = n.subtree_end();
             continue;
         }
@@ -697,6 +698,7 @@ fn walk_recognizer(
     let end = nodes[start].subtree_end();
     // `in_loop[r]`: as in `walk_subtree`.
     let mut in_loop: Vec<bool> = vec![true];
+    let skipping = !matches!(skip_by, Skip::No);
     let mut work = 0usize;
     let mut i = start + 1;
     while i < end {
@@ -707,8 +709,10 @@ fn walk_recognizer(
             i = n.subtree_end();
             continue;
         }
-        in_loop.resize(r + 1, false);
-        if skip_by.skips(i, n.byte(), r, &mut in_loop) {
+        if skipping && {
+            in_loop.resize(r + 1, false);
+            skip_by.skips(i, n.byte(), r, &mut in_loop)
+        } {
             i = n.subtree_end();
             continue;
         }

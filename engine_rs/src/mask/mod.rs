@@ -88,6 +88,8 @@ enum StoredMask {
     Ones(Box<[u32]>),
     /// The positions of the clear bits, ascending (every other bit is set).
     Zeros(Box<[u32]>),
+    /// Every slice token ([`TokenIndex::all_slices`]) and these positions: a free-text mask.
+    OverSlices(Box<[u32]>),
 }
 
 impl StoredMask {
@@ -114,8 +116,28 @@ impl StoredMask {
         }
     }
 
-    fn restore(&self, out: &mut [u32]) {
+    /// A mask that holds every slice token, stored as the positions of its other bits.
+    fn store_over_slices(mask: &[u32], slices: &[u32]) -> StoredMask {
+        let mut out = Vec::new();
+        for (i, (&w, &base)) in mask.iter().zip(slices).enumerate() {
+            debug_assert_eq!(w & base, base, "the mask holds every slice token");
+            let mut w = w & !base;
+            while w != 0 {
+                out.push((i * 32) as u32 + w.trailing_zeros());
+                w &= w - 1;
+            }
+        }
+        StoredMask::OverSlices(out.into_boxed_slice())
+    }
+
+    fn restore(&self, out: &mut [u32], slices: &[u32]) {
         match self {
+            StoredMask::OverSlices(ids) => {
+                out.copy_from_slice(slices);
+                for &i in ids.iter() {
+                    out[i as usize / 32] |= 1 << (i % 32);
+                }
+            }
             StoredMask::Bits(m) => out.copy_from_slice(m),
             StoredMask::Ones(ids) => {
                 out.fill(0);
@@ -135,7 +157,10 @@ impl StoredMask {
     /// Heap bytes.
     fn bytes(&self) -> usize {
         match self {
-            StoredMask::Bits(v) | StoredMask::Ones(v) | StoredMask::Zeros(v) => v.len() * 4,
+            StoredMask::Bits(v)
+            | StoredMask::Ones(v)
+            | StoredMask::Zeros(v)
+            | StoredMask::OverSlices(v) => v.len() * 4,
         }
     }
 }
@@ -281,7 +306,7 @@ impl CompiledGrammar {
         let mut c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
         match c.map.get(key) {
             Some(m) => {
-                m.restore(out);
+                m.restore(out, &self.index.all_slices);
                 c.hits += 1;
                 true
             }
@@ -292,12 +317,29 @@ impl CompiledGrammar {
         }
     }
 
-    fn store_mask(&self, key: &[u32], mask: &[u32]) {
-        let limit = self.grammar.options().mask_cache_bytes;
-        if (key.len() + 1) * 4 > limit {
-            return; // not even the smallest form fits
+    /// Stores the mask of a free-text state (it holds every slice token).
+    fn store_text_mask(&self, key: &[u32], mask: &[u32]) {
+        if self.may_store(key) {
+            self.store(
+                key,
+                StoredMask::store_over_slices(mask, &self.index.all_slices),
+            );
         }
-        let stored = StoredMask::store(mask);
+    }
+
+    fn store_mask(&self, key: &[u32], mask: &[u32]) {
+        if self.may_store(key) {
+            self.store(key, StoredMask::store(mask));
+        }
+    }
+
+    /// Whether an entry for `key` can fit at all (the smallest form holds one word).
+    fn may_store(&self, key: &[u32]) -> bool {
+        (key.len() + 1) * 4 <= self.grammar.options().mask_cache_bytes
+    }
+
+    fn store(&self, key: &[u32], stored: StoredMask) {
+        let limit = self.grammar.options().mask_cache_bytes;
         let size = key.len() * 4 + stored.bytes();
         if size > limit {
             return;
@@ -457,7 +499,8 @@ impl CompiledGrammar {
 mod stored_mask_tests {
     use super::StoredMask;
 
-    /// Every form restores every bit (padding included), and the smallest form is chosen.
+    /// Every form restores every bit (padding included), and the smallest of the three plain
+    /// forms is chosen.
     #[test]
     fn stored_masks_restore_exactly() {
         let mut seed = 0x1234_5678_9ABC_DEF0u64;
@@ -473,13 +516,28 @@ mod stored_mask_tests {
                 let mask: Vec<u32> = (0..words)
                     .map(|_| (0..32).fold(0u32, |w, b| w | (u32::from(rand() % 64 < density) << b)))
                     .collect();
+                let slices: Vec<u32> = mask.iter().map(|&w| w & rand() as u32).collect();
                 let stored = StoredMask::store(&mask);
                 let mut out = vec![0xA5A5_A5A5u32; words];
-                stored.restore(&mut out);
+                stored.restore(&mut out, &slices);
                 assert_eq!(out, mask, "{words} words, density {density}/64");
                 let ones: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
                 let smallest = ones.min(words * 32 - ones).min(words);
                 assert_eq!(stored.bytes(), smallest * 4, "{words} words, {ones} ones");
+                // A mask over a subset of it ("every slice token"): its other bits only.
+                let over = StoredMask::store_over_slices(&mask, &slices);
+                let mut out = vec![0x5A5A_5A5Au32; words];
+                over.restore(&mut out, &slices);
+                assert_eq!(
+                    out, mask,
+                    "over slices: {words} words, density {density}/64"
+                );
+                let extra: usize = mask
+                    .iter()
+                    .zip(&slices)
+                    .map(|(m, b)| (m & !b).count_ones() as usize)
+                    .sum();
+                assert_eq!(over.bytes(), extra * 4);
             }
         }
     }
