@@ -114,13 +114,17 @@ impl Inside {
     };
 }
 
+/// A pair of [`inside_classes`]' search: (DFA state, UTF-8 state, depth, the pair it was first
+/// reached from).
+type Visit = (u32, u8, u32, Option<(u32, u8)>);
+
 /// Reads [`Inside`] off `dfa` at `state` (every state of a [`Dfa`] is co-reachable, so a text
 /// that never meets a dead transition keeps it alive).
 ///
 /// Explores, breadth first, the (DFA state, UTF-8 state) pairs that texts over the class set
 /// reach, starting from every class. A pair that kills some classes of the set costs either
-/// those classes or the class that led into it (`%` into a URI's percent escape kills letters;
-/// giving up `%` is cheaper), whichever weighs less, and the exploration starts over — unless it
+/// those classes or the classes that lead into it from the pair it was found from (`%` into a
+/// URI's percent escape kills letters; giving up `%` is cheaper), whichever weighs less, and the exploration starts over — unless it
 /// is at least [`MIN_BOUND`] bytes deep: then the length is bounded below that depth instead
 /// (a `maxLength` counted in the automaton's states). Every pair less deep than the bound has
 /// been checked when this returns.
@@ -135,8 +139,7 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
     };
     let mut f = CLASS_BITS & !(1 << class_of(0xFF));
     let mut seen: FxHashSet<(u32, u8)> = FxHashSet::default();
-    // (DFA state, UTF-8 state, depth, the byte that led there).
-    let mut queue: VecDeque<(u32, u8, u32, Option<u8>)> = VecDeque::new();
+    let mut queue: VecDeque<Visit> = VecDeque::new();
     let bounded = |depth: u32| {
         let mut b = MIN_BOUND;
         while b * 2 <= depth.min(MAX_BOUND) {
@@ -166,7 +169,7 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
         queue.clear();
         seen.insert((state, utf8::BOUNDARY));
         queue.push_back((state, utf8::BOUNDARY, 0, None));
-        while let Some((t, u, depth, via)) = queue.pop_front() {
+        while let Some((t, u, depth, from)) = queue.pop_front() {
             let mut killed = 0u64;
             for &(b, classes) in &reps {
                 if utf8::next(u, b) != utf8::INVALID && dfa.next(t, b) == DEAD {
@@ -180,7 +183,13 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
                         max_len: bounded(depth),
                     };
                 }
-                let entry = via.map_or(0, |b| 1u64 << class_of(b));
+                // The classes that lead into this pair from the one it was reached from (giving
+                // up fewer would leave the same step open).
+                let entry = from.map_or(0, |(pt, pu)| {
+                    reps.iter()
+                        .filter(|&&(b, _)| utf8::next(pu, b) == u && dfa.next(pt, b) == t)
+                        .fold(0, |a, &(_, classes)| a | classes)
+                });
                 f &= if entry != 0 && weight(entry) < weight(killed) {
                     !entry
                 } else {
@@ -206,7 +215,7 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
                             Inside::NONE
                         };
                     }
-                    queue.push_back((t2, u2, depth + 1, Some(b)));
+                    queue.push_back((t2, u2, depth + 1, Some((t, u))));
                 }
             }
         }
@@ -496,7 +505,7 @@ mod tests {
 
     #[test]
     fn inside_classes_are_sound_and_useful() {
-        let cases: [(&str, &[u8], &[u8]); 6] = [
+        let cases: [(&str, &[u8], &[u8]); 7] = [
             // (regex, input that leads to the state, bytes that must be inside there)
             (
                 r"https?://[a-z0-9.-]+(?:%[0-9A-F]{2})?(?:/[a-z/]*)?",
@@ -507,6 +516,9 @@ mod tests {
             (r".+:[0-9]+", b"x", b"az :\xC3\xA9"),
             (r"[A-Za-z][A-Za-z0-9_-]{0,40}", b"Ab", b"azAZ09_-"),
             (r"[a-z]{0,5}x", b"", b""),
+            // Many classes lead into the state that kills `[` and `(`: giving those two up keeps
+            // the rest (giving up one entry class at a time would lose them all).
+            (r"[\[(][0-9]+[\])]|[a-z.!-]+", b"", b"az.!-"),
             (r"\d+\.\d+", b"1", b"09"),
         ];
         for (regex, input, must) in cases {
