@@ -28,16 +28,19 @@ use crate::dfa::{utf8, ByteSet, Dfa, DEAD};
 use crate::vocab::Vocabulary;
 
 /// Number of byte classes (see [`class_of`]).
-pub const NUM_CLASSES: usize = 43;
+pub const NUM_CLASSES: usize = 50;
 
 /// All real classes.
 const CLASS_BITS: u64 = (1 << NUM_CLASSES) - 1;
+
+/// The classes of UTF-8 continuation bytes.
+const CONT_CLASSES: u64 = 1 << 7 | 0b111_1111 << 43;
 
 /// Pseudo-class (bit) of tokens that are not UTF-8 prefixes: never inside.
 const INVALID: u64 = 1 << NUM_CLASSES;
 
 /// [`LoopIndex::below`] keeps the subtree's greatest depth (saturated at 255) from this bit on.
-const DEPTH_SHIFT: u32 = 48;
+const DEPTH_SHIFT: u32 = 56;
 
 /// Bounded lengths are powers of two from this one (shorter bounds shrink the class set
 /// instead) up to [`MAX_BOUND`]; depths are stored saturated at 255.
@@ -59,7 +62,9 @@ const MAX_CACHED_MASKS: usize = 64;
 
 /// The class of a byte: `0-9`, `a-f`, `g-z`, `A-F`, `G-Z` one class each (hexadecimal digits
 /// apart from other letters), every other printable ASCII byte its own class, then control
-/// bytes, DEL, UTF-8 continuation bytes, UTF-8 lead bytes and bytes never in UTF-8 one class each.
+/// bytes, DEL, UTF-8 lead bytes and bytes never in UTF-8 one class each, and UTF-8 continuation
+/// bytes in eight classes of eight (so that a few excluded characters, such as the line
+/// separators `.` leaves out, cost only the tokens with a byte of their class).
 pub const fn class_of(b: u8) -> usize {
     match b {
         b'0'..=b'9' => 0,
@@ -69,7 +74,8 @@ pub const fn class_of(b: u8) -> usize {
         b'G'..=b'Z' => 4,
         0x00..=0x1F => 5,
         0x7F => 6,
-        0x80..=0xBF => 7,
+        0x80..=0x87 => 7,
+        0x88..=0xBF => 43 + ((b - 0x88) >> 3) as usize, // 43..=49
         0xC2..=0xF4 => 8,
         0xC0 | 0xC1 | 0xF5..=0xFF => 42,
         // The 33 other printable ASCII bytes (space, punctuation), in order.
@@ -132,7 +138,7 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
     // Continuation bytes only ever follow a lead byte: without leads they are not inside.
     let tidy = |f: u64| {
         if f & 1 << class_of(0xC2) == 0 {
-            f & !(1 << class_of(0x80))
+            f & !CONT_CLASSES
         } else {
             f
         }
@@ -425,6 +431,10 @@ mod tests {
             seen.iter().all(|&n| n > 0),
             "every class has a byte: {seen:?}"
         );
+        for b in 0..=255u8 {
+            let cont = (0x80..=0xBF).contains(&b);
+            assert_eq!(CONT_CLASSES & 1 << class_of(b) != 0, cont, "{b:#x}");
+        }
         // Printable ASCII outside digits and letters: one class each.
         for b in (b' '..=b'~').filter(|b| !b.is_ascii_alphanumeric()) {
             assert_eq!(seen[class_of(b)], 1, "{}", b as char);
@@ -505,7 +515,7 @@ mod tests {
 
     #[test]
     fn inside_classes_are_sound_and_useful() {
-        let cases: [(&str, &[u8], &[u8]); 7] = [
+        let cases: [(&str, &[u8], &[u8]); 8] = [
             // (regex, input that leads to the state, bytes that must be inside there)
             (
                 r"https?://[a-z0-9.-]+(?:%[0-9A-F]{2})?(?:/[a-z/]*)?",
@@ -519,6 +529,8 @@ mod tests {
             // Many classes lead into the state that kills `[` and `(`: giving those two up keeps
             // the rest (giving up one entry class at a time would lose them all).
             (r"[\[(][0-9]+[\])]|[a-z.!-]+", b"", b"az.!-"),
+            // Text without line terminators (what `.` means): most other characters stay.
+            ("[^\n\r\u{2028}\u{2029}]+", b"x", "az ü日".as_bytes()),
             (r"\d+\.\d+", b"1", b"09"),
         ];
         for (regex, input, must) in cases {
