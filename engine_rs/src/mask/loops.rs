@@ -47,6 +47,10 @@ const DEPTH_SHIFT: u32 = 56;
 const MIN_BOUND: u32 = 4;
 const MAX_BOUND: u32 = 128;
 
+/// Pairs [`inside_classes`] may visit over all its rounds before it gives up (no skipping from
+/// that state): its answer is cached per state, but a first mask should not pay for more.
+const MAX_SEARCH: usize = 2048;
+
 /// Closures larger than this stop exploring: at a depth of at least [`MIN_BOUND`] they bound the
 /// length, below it they give up (no skipping from that state).
 const MAX_CLOSURE: usize = 512;
@@ -133,7 +137,7 @@ type Visit = (u32, u8, u32, Option<(u32, u8)>);
 /// URI's percent escape kills letters; giving up `%` is cheaper), whichever weighs less, and the exploration starts over — unless it
 /// is at least [`MIN_BOUND`] bytes deep: then the length is bounded below that depth instead
 /// (a `maxLength` counted in the automaton's states). Every pair less deep than the bound has
-/// been checked when this returns.
+/// been checked when this returns. Gives up (nothing) after [`MAX_SEARCH`] pairs in all.
 pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
     // Continuation bytes only ever follow a lead byte: without leads they are not inside.
     let tidy = |f: u64| {
@@ -153,6 +157,7 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
         }
         b
     };
+    let mut budget = MAX_SEARCH;
     'shrink: while f != 0 {
         // One byte per (DFA class, UTF-8 kind) among the bytes of `F`, with the classes of
         // all the bytes it stands for.
@@ -210,6 +215,10 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
                 }
                 let t2 = dfa.next(t, b);
                 if seen.insert((t2, u2)) {
+                    budget = budget.saturating_sub(1);
+                    if budget == 0 {
+                        return Inside::NONE;
+                    }
                     if seen.len() > MAX_CLOSURE {
                         // Pairs up to `depth` are not all checked yet; those before it are.
                         return if depth >= MIN_BOUND {
