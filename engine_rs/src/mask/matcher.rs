@@ -371,7 +371,7 @@ impl Matcher {
             } else {
                 // No slice applies: one walk over the whole vocabulary's trie, skipping what a
                 // terminal's self-loop takes wholesale.
-                let loops = cg.index.loop_index(&cg.vocab);
+                let loops = cg.index.loop_index();
                 // Few first bytes (digits, a sign) prune the walk at once: no need to look.
                 let inside = (first.len() > FEW_FIRST_BYTES)
                     .then(|| self.inside_classes(cg))

@@ -60,8 +60,9 @@ pub struct TokenIndex {
     /// `leads_upto[r]`: the mask of slice tokens starting at most `r` characters, built on first
     /// use (`r` below the largest count; above it, `all_slices`).
     leads_upto: Vec<OnceLock<Vec<u32>>>,
-    /// Tables for self-loop skipping, built on first use (see [`super::loops`]).
-    loops: OnceLock<super::loops::LoopIndex>,
+    /// Tables for self-loop skipping (see [`super::loops`]), built with the index so that no
+    /// mask pays for them.
+    loops: super::loops::LoopIndex,
     /// Per node of `rest`: [`BREAK_INSIDE`] when the node's path is a prefix of a word of `L`,
     /// and then the classes ([`super::loops::class_of`]) of the bytes at which the tokens of its
     /// subtree leave `L` (see [`TokenIndex::rest_dies_below`]).
@@ -134,7 +135,7 @@ impl TokenIndex {
                 .map(|_| OnceLock::new())
                 .collect(),
             slice_leads,
-            loops: OnceLock::new(),
+            loops: super::loops::LoopIndex::new(vocab),
         }
     }
 
@@ -194,10 +195,9 @@ impl TokenIndex {
         dead
     }
 
-    /// The self-loop tables of `vocab`, the vocabulary this index was built from.
-    pub fn loop_index(&self, vocab: &Vocabulary) -> &super::loops::LoopIndex {
-        self.loops
-            .get_or_init(|| super::loops::LoopIndex::new(vocab))
+    /// The self-loop tables of the vocabulary this index was built from.
+    pub fn loop_index(&self) -> &super::loops::LoopIndex {
+        &self.loops
     }
 
     /// Whether some slice token starts with `byte`.
