@@ -285,14 +285,11 @@ impl Matcher {
             // Inside length-counted free text: the slice tokens that fit the count, plus the rest
             // walked (the count changes along a token, so no suffix shortcut).
             out.copy_from_slice(cg.index.slices_with_leads_upto(room));
-            walk_subtree(
-                &mut self.rec,
-                &cg.index.rest,
-                0,
-                Some(&first),
-                out,
-                Skip::No,
-            )?;
+            let skip = match cg.counted_rest_dead(self.rec.scan_terminals()) {
+                0 => Skip::No,
+                dead => Skip::RestDead(&cg.index, dead),
+            };
+            walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, skip)?;
         } else if !first.is_empty() {
             let mut key = std::mem::take(&mut self.key);
             let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
@@ -926,6 +923,13 @@ mod tests {
                         br#"["hello world, abcdefghijklmnop"]"#,
                         br#"["0123456789\n\"ab"]"#,
                     ],
+                );
+                // Free text that may end anywhere, followed by a literal or a regex that cannot
+                // start slice text: rest tokens die where they leave slice text unless what
+                // follows takes that byte (`b\n` here: the text ends, the regex reads `\n`).
+                check(
+                    r#"start ::= "{" json_len!(#"(?:[^\"\\\x00-\x1F]|\\n)*", 0, 4) tail ; tail ::= #"\n[0-9]" | "\"}" ;"#,
+                    &[b"{ab\n5", b"{a\\nb\"}", b"{\"}", b"{ab e\n0"],
                 );
             });
         }

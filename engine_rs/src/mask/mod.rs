@@ -39,7 +39,7 @@ pub struct CompiledGrammar {
     vocab: Arc<Vocabulary>,
     index: Arc<TokenIndex>,
     /// Slice tables per LNF DFA, built on first use (see [`CompiledGrammar::slice_tables`]).
-    tables: Vec<OnceLock<SliceTables>>,
+    tables: Vec<OnceLock<Box<SliceTables>>>,
     /// Masks of expensive states, keyed by [`crate::Recognizer::state_key`].
     mask_cache: Mutex<MaskCache>,
     /// (LNF DFA, state) → its inside classes (see [`loops::inside_classes`]), on first use.
@@ -179,6 +179,12 @@ struct SliceTables {
     /// The pair's live moves for [`TokenIndex::slice_depth`] and
     /// [`TokenIndex::is_slice_stable`]; empty for counted automata and bounded `except!`.
     moves: slices::SliceMoves,
+    /// For a length-counted automaton: its base automaton, the base's live moves with the slice
+    /// automaton, and per base state the classes that kill it after slice text, ends allowed
+    /// (see [`CompiledGrammar::counted_rest_dead`]).
+    base: Option<crate::dfa::Dfa>,
+    base_moves: slices::SliceMoves,
+    base_dead: Mutex<FxHashMap<u32, u64>>,
     /// State → (slice depth, whether it is slice-stable), each decided when a mask first asks.
     per_state: Mutex<FxHashMap<u32, StateFacts>>,
     /// For a length-counted automaton, per base state: see [`TokenIndex::counted_tables`].
@@ -211,20 +217,22 @@ impl CompiledGrammar {
             let lnf = self.grammar.lnf();
             let dfa = &lnf.dfas[d as usize];
             if lnf.excepts.iter().any(|e| e.dfa == d && e.max != u32::MAX) {
-                return SliceTables::default();
+                return Box::default();
             }
             if let Some(base) = dfa.counted_base() {
                 let (depths, counted_reach) = self.index.counted_tables(&base, dfa);
-                return SliceTables {
+                return Box::new(SliceTables {
                     depths,
                     counted_reach,
+                    base_moves: self.index.slice_moves(&base),
+                    base: Some(base),
                     ..SliceTables::default()
-                };
+                });
             }
-            SliceTables {
+            Box::new(SliceTables {
                 moves: self.index.slice_moves(dfa),
                 ..SliceTables::default()
-            }
+            })
         })
     }
 
@@ -285,7 +293,9 @@ impl CompiledGrammar {
             })
             .sum();
         self.grammar.memory_usage()
-            + self.tables.len() * std::mem::size_of::<OnceLock<SliceTables>>()
+            + self.tables.len() * std::mem::size_of::<OnceLock<Box<SliceTables>>>()
+            + self.tables.iter().filter(|t| t.get().is_some()).count()
+                * std::mem::size_of::<SliceTables>()
             + tables
             + self.mask_cache_stats().bytes
             + self.inside.lock().map_or(0, |m| m.len() * 24)
@@ -417,10 +427,49 @@ impl CompiledGrammar {
         }
     }
 
+    /// Inside length-counted free text (see [`CompiledGrammar::counted_text_room`]): the classes
+    /// at which every rest token dies where it leaves slice text. The counted terminal must be
+    /// able to end now, so that what follows its end is among the scanned literals (whose next
+    /// bytes start no slice token, so they read nothing before the byte leaving slice text):
+    /// the classes dead in every base state slice text reaches, minus those literals' next
+    /// bytes (of the regexes there: every byte they can read). 0 when none.
+    fn counted_rest_dead(&self, scanned: impl Iterator<Item = ScanItem>) -> u64 {
+        let lnf = self.grammar.lnf();
+        let (mut dead, mut follow) = (0u64, 0u64);
+        for it in scanned {
+            match it.sym {
+                LSym::Lit(l) => follow |= 1 << loops::class_of(lnf.literal(l)[it.state as usize]),
+                LSym::Regex(d) if !self.reads_slice_first(d, it.state) => {
+                    let live = lnf.dfas[d as usize].live_bytes(it.state);
+                    follow |= live.iter().fold(0, |a, b| a | 1 << loops::class_of(b));
+                }
+                LSym::Regex(_) if dead != 0 => return 0,
+                LSym::Regex(d) => {
+                    let dfa = &lnf.dfas[d as usize];
+                    let tables = self.slice_tables(d);
+                    let (Some(base), Some((t, _))) = (&tables.base, dfa.counted_state(it.state))
+                    else {
+                        return 0;
+                    };
+                    if !dfa.is_accept(it.state) {
+                        return 0;
+                    }
+                    let mut cache = tables.base_dead.lock().unwrap_or_else(|p| p.into_inner());
+                    dead = *cache.entry(t).or_insert_with(|| {
+                        self.index
+                            .dead_classes_where(base, &tables.base_moves, t, false)
+                    });
+                }
+                _ => return 0,
+            }
+        }
+        dead & !follow
+    }
+
     /// For the terminals scanned now: when one is a length-counted terminal in state `(t, n)`
-    /// with `t` in free text (see [`TokenIndex::counted_tables`]) and every other is a literal
-    /// whose next byte starts no slice token (the closing quote), how many more characters every
-    /// state of that text accepts, provided the first count that kills one kills them all (then
+    /// with `t` in free text (see [`TokenIndex::counted_tables`]) and every other is a literal or
+    /// a regex whose next byte starts no slice token (the closing quote), how many more
+    /// characters every state of that text accepts, provided the first count that kills one kills them all (then
     /// the slice tokens allowed are exactly those with at most that many lead bytes). `None`
     /// otherwise.
     fn counted_text_room(&self, scanned: impl Iterator<Item = ScanItem>) -> Option<usize> {
@@ -429,11 +478,19 @@ impl CompiledGrammar {
         for it in scanned {
             match it.sym {
                 LSym::Lit(l) if !self.index.starts_slice(lnf.literal(l)[it.state as usize]) => {}
+                LSym::Regex(d) if !self.reads_slice_first(d, it.state) => {}
                 LSym::Regex(d) if room.is_none() => room = Some(self.counted_room(d, it.state)?),
                 _ => return None,
             }
         }
         room
+    }
+
+    /// Whether state `state` of LNF DFA `d` can read a byte that starts a slice token.
+    fn reads_slice_first(&self, d: u32, state: u32) -> bool {
+        let live = self.grammar.lnf().dfas[d as usize].live_bytes(state);
+        let reads = live.iter().any(|b| self.index.starts_slice(b));
+        reads
     }
 
     /// `K` such that every state of the text is alive at counts `n ..= n + K` and none at

@@ -163,6 +163,12 @@ impl TokenIndex {
     /// (it is asked for every state a mask starts in: large closures cost more than they save). A token that is slice text up to a byte of such a class dies there, whatever the
     /// text before it.
     pub fn dead_classes(&self, dfa: &Dfa, moves: &SliceMoves, s: u32) -> u64 {
+        self.dead_classes_where(dfa, moves, s, true)
+    }
+
+    /// [`TokenIndex::dead_classes`], where the terminal may end inside slice text unless
+    /// `no_ends`: the caller then accounts for what follows it.
+    pub fn dead_classes_where(&self, dfa: &Dfa, moves: &SliceMoves, s: u32, no_ends: bool) -> u64 {
         let slice = &self.slice_dfa;
         let class_bytes = super::loops::class_bytes();
         let mut dead = (1u64 << super::loops::NUM_CLASSES) - 1;
@@ -170,7 +176,7 @@ impl TokenIndex {
         let mut stack = vec![(s, slice.start())];
         seen.insert((s, slice.start()));
         while let Some((t, u)) = stack.pop() {
-            if dfa.is_accept(t) {
+            if no_ends && dfa.is_accept(t) {
                 return 0;
             }
             let live = dfa.live_bytes(t);
