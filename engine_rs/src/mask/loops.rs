@@ -296,37 +296,33 @@ impl LoopIndex {
                 }
             }
         }
-        let nodes = vocab.trie().nodes();
-        // Preorder: a node's parent is the last node seen one level up; children come after
-        // their parent, so a reverse pass folds each subtree before its parent is read.
-        let mut parent = vec![0u32; nodes.len()];
-        // The UTF-8 state after each node's path.
-        // (`utf8::INVALID` once it is not a prefix.)
+        let trie = vocab.trie();
+        let nodes = trie.nodes();
+        let parent = trie.parents();
+        // Per node: the UTF-8 state after its path (`utf8::INVALID` once it is not a prefix).
         let mut at = vec![utf8::BOUNDARY; nodes.len()];
-        let mut path: Vec<u32> = vec![0];
-        for (i, n) in nodes.iter().enumerate().skip(1) {
-            path.truncate(n.depth());
-            let p = path[n.depth() - 1];
-            parent[i] = p;
-            at[i] = match at[p as usize] {
+        for i in 1..nodes.len() {
+            at[i] = match at[parent[i] as usize] {
                 utf8::INVALID => utf8::INVALID,
-                u => utf8::next(u, n.byte()),
+                u => utf8::next(u, nodes[i].byte()),
             };
-            path.push(i as u32);
         }
-        let depth_bits = |d: usize| (d.min(255) as u64) << DEPTH_SHIFT;
-        let mut below: Vec<u64> = nodes
+        // Folded into parents in reverse: the classes below (and INVALID), the greatest depth.
+        let mut flags: Vec<u64> = at
             .iter()
-            .zip(&at)
-            .map(|(n, &u)| depth_bits(n.depth()) | if u == utf8::INVALID { INVALID } else { 0 })
+            .map(|&u| if u == utf8::INVALID { INVALID } else { 0 })
             .collect();
+        let mut depth: Vec<usize> = nodes.iter().map(|n| n.depth()).collect();
         for i in (1..nodes.len()).rev() {
-            let up = below[i] | 1u64 << class_of(nodes[i].byte());
-            let p = &mut below[parent[i] as usize];
-            let depth = (*p >> DEPTH_SHIFT).max(up >> DEPTH_SHIFT);
-            *p = (*p | (up & !(0xFF << DEPTH_SHIFT))) & !(0xFF << DEPTH_SHIFT)
-                | depth << DEPTH_SHIFT;
+            let p = parent[i] as usize;
+            flags[p] |= flags[i] | 1u64 << class_of(nodes[i].byte());
+            depth[p] = depth[p].max(depth[i]);
         }
+        let below = flags
+            .iter()
+            .zip(&depth)
+            .map(|(&f, &d)| f | (d.min(255) as u64) << DEPTH_SHIFT)
+            .collect();
         LoopIndex {
             below,
             class_tokens,

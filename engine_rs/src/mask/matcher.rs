@@ -285,10 +285,7 @@ impl Matcher {
             // Inside length-counted free text: the slice tokens that fit the count, plus the rest
             // walked (the count changes along a token, so no suffix shortcut).
             out.copy_from_slice(cg.index.slices_with_leads_upto(room));
-            let skip = match cg.counted_rest_dead(self.rec.scan_terminals()) {
-                0 => Skip::No,
-                dead => Skip::RestDead(&cg.index, dead),
-            };
+            let skip = Skip::rest_dead(&cg.index, cg.counted_rest_dead(self.rec.scan_terminals()));
             walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, skip)?;
         } else if !first.is_empty() {
             let mut key = std::mem::take(&mut self.key);
@@ -458,21 +455,29 @@ fn rest_skip<'c>(rec: &Recognizer, cg: &'c CompiledGrammar) -> Skip<'c> {
         .scan_terminals()
         .map(|it| cg.dead_classes(it.sym, it.state))
         .fold(u64::MAX, |a, b| a & b);
-    match dead {
-        0 => Skip::No,
-        dead => Skip::RestDead(&cg.index, dead),
-    }
+    Skip::rest_dead(&cg.index, dead)
 }
 
-impl Skip<'_> {
+impl<'a> Skip<'a> {
+    /// [`Skip::RestDead`] for `dead` classes, nothing when there are none.
+    fn rest_dead(index: &'a TokenIndex, dead: u64) -> Skip<'a> {
+        match dead {
+            0 => Skip::No,
+            dead => Skip::RestDead(index, dead),
+        }
+    }
+
     /// Whether the walk skips node `i` (depth `r` below the root, reached by `byte`) and its
-    /// subtree. `in_loop[r]` (`in_loop` at least `r + 1` long, `in_loop[0]` true) is updated:
-    /// whether the first `r` bytes all have inside classes.
+    /// subtree. `in_loop[r]` (`in_loop[0]` true) is set: whether the first `r` bytes all have
+    /// inside classes.
     #[inline]
-    fn skips(&self, i: usize, byte: u8, r: usize, in_loop: &mut [bool]) -> bool {
+    fn skips(&self, i: usize, byte: u8, r: usize, in_loop: &mut Vec<bool>) -> bool {
         match *self {
             Skip::No => false,
             Skip::Loop(l) => {
+                if in_loop.len() <= r {
+                    in_loop.resize(r + 1, false);
+                }
                 // A path inside the loop with only inside bytes below: every token of the subtree
                 // is in the inside bitmask already.
                 in_loop[r] = in_loop[r - 1] && l.byte_inside(byte);
@@ -569,7 +574,6 @@ fn walk_subtree(
             follow.resize(r + 1, ByteSet::EMPTY);
             alive_at.resize(r + 1, 0);
             states.resize((r + 1) * k, DEAD);
-            in_loop.resize(r + 1, false);
         }
         if skipping && skip_by.skips(i, byte, r, &mut in_loop) {
             i = n.subtree_end();
@@ -706,10 +710,7 @@ fn walk_recognizer(
             i = n.subtree_end();
             continue;
         }
-        if skipping && {
-            in_loop.resize(r + 1, false);
-            skip_by.skips(i, n.byte(), r, &mut in_loop)
-        } {
+        if skipping && skip_by.skips(i, n.byte(), r, &mut in_loop) {
             i = n.subtree_end();
             continue;
         }

@@ -28,6 +28,7 @@ pub use apply::{apply_bitmask, Logit};
 pub use matcher::Matcher;
 pub use slices::TokenIndex;
 
+use crate::dfa::Dfa;
 use crate::earley::ScanItem;
 use crate::grammar::Grammar;
 use crate::lnf::LSym;
@@ -42,8 +43,6 @@ pub struct CompiledGrammar {
     tables: Vec<OnceLock<Box<SliceTables>>>,
     /// Masks of expensive states, keyed by [`crate::Recognizer::state_key`].
     mask_cache: Mutex<MaskCache>,
-    /// (LNF DFA, state) → its inside classes (see [`loops::inside_classes`]), on first use.
-    inside: Mutex<FxHashMap<(u32, u32), loops::Inside>>,
 }
 
 /// Counters and size of one compiled grammar's mask cache (see
@@ -165,10 +164,18 @@ impl StoredMask {
     }
 }
 
-/// What masks learned about one DFA state: its slice depth, whether it is slice-stable, and the
-/// classes that kill it after slice text ([`TokenIndex::dead_classes`]).
+/// What masks learned about one DFA state, each fact computed when a mask first asks.
 #[derive(Debug, Default, Clone, Copy)]
-struct StateFacts(Option<u8>, Option<bool>, Option<u64>);
+struct StateFacts {
+    /// [`TokenIndex::slice_depth`].
+    depth: Option<u8>,
+    /// [`TokenIndex::is_slice_stable`].
+    stable: Option<bool>,
+    /// [`TokenIndex::dead_classes`].
+    dead: Option<u64>,
+    /// [`loops::inside_classes`].
+    inside: Option<loops::Inside>,
+}
 
 /// The slice tables of one terminal DFA.
 #[derive(Debug, Default)]
@@ -182,10 +189,10 @@ struct SliceTables {
     /// For a length-counted automaton: its base automaton, the base's live moves with the slice
     /// automaton, and per base state the classes that kill it after slice text, ends allowed
     /// (see [`CompiledGrammar::counted_rest_dead`]).
-    base: Option<crate::dfa::Dfa>,
+    base: Option<Dfa>,
     base_moves: slices::SliceMoves,
     base_dead: Mutex<FxHashMap<u32, u64>>,
-    /// State → (slice depth, whether it is slice-stable), each decided when a mask first asks.
+    /// State → what masks learned about it (see [`CompiledGrammar::state_fact`]).
     per_state: Mutex<FxHashMap<u32, StateFacts>>,
     /// For a length-counted automaton, per base state: see [`TokenIndex::counted_tables`].
     counted_reach: Vec<slices::CountedText>,
@@ -204,7 +211,6 @@ impl CompiledGrammar {
             index,
             tables,
             mask_cache: Mutex::new(MaskCache::default()),
-            inside: Mutex::new(FxHashMap::default()),
         }
     }
 
@@ -236,12 +242,30 @@ impl CompiledGrammar {
         })
     }
 
+    /// One fact about state `state` of LNF DFA `d`: `field` picks it from the state's
+    /// [`StateFacts`], `compute` finds it the first time (from the automaton and its tables).
+    fn state_fact<T: Copy>(
+        &self,
+        d: u32,
+        state: u32,
+        field: impl FnOnce(&mut StateFacts) -> &mut Option<T>,
+        compute: impl FnOnce(&Dfa, &SliceTables) -> T,
+    ) -> T {
+        let tables = self.slice_tables(d);
+        let mut facts = tables.per_state.lock().unwrap_or_else(|p| p.into_inner());
+        *field(facts.entry(state).or_default())
+            .get_or_insert_with(|| compute(&self.grammar.lnf().dfas[d as usize], tables))
+    }
+
     /// What state `state` of LNF DFA `d` keeps alive (see [`loops::inside_classes`]; for a
     /// length-counted automaton the count is in the state ids, so its bound is found too).
     fn inside_classes(&self, d: u32, state: u32) -> loops::Inside {
-        let mut map = self.inside.lock().unwrap_or_else(|p| p.into_inner());
-        *map.entry((d, state))
-            .or_insert_with(|| loops::inside_classes(&self.grammar.lnf().dfas[d as usize], state))
+        self.state_fact(
+            d,
+            state,
+            |f| &mut f.inside,
+            |dfa, _| loops::inside_classes(dfa, state),
+        )
     }
 
     /// Masks whose walks examined fewer trie nodes than this are not cached: restoring one
@@ -285,7 +309,9 @@ impl CompiledGrammar {
             .map(|t| {
                 t.depths.len()
                     + t.moves.iter().map(|m| 24 + m.len() * 8).sum::<usize>()
-                    + t.per_state.lock().map_or(0, |m| m.len() * 24)
+                    + t.per_state
+                        .lock()
+                        .map_or(0, |m| m.len() * (4 + std::mem::size_of::<StateFacts>()))
                     + t.counted_reach
                         .iter()
                         .map(|r| 16 + r.as_ref().map_or(0, |r| r.len() * 4))
@@ -298,7 +324,6 @@ impl CompiledGrammar {
                 * std::mem::size_of::<SliceTables>()
             + tables
             + self.mask_cache_stats().bytes
-            + self.inside.lock().map_or(0, |m| m.len() * 24)
     }
 
     /// Number of 32-bit words in one bitmask row.
@@ -382,16 +407,15 @@ impl CompiledGrammar {
         let LSym::Regex(d) = sym else {
             return false;
         };
-        let tables = self.slice_tables(d);
-        if tables.moves.is_empty() {
+        if self.slice_tables(d).moves.is_empty() {
             return false;
         }
-        let mut per_state = tables.per_state.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = per_state.entry(state).or_default();
-        *entry.1.get_or_insert_with(|| {
-            let dfa = &self.grammar.lnf().dfas[d as usize];
-            self.index.is_slice_stable(dfa, &tables.moves, state)
-        })
+        self.state_fact(
+            d,
+            state,
+            |f| &mut f.stable,
+            |dfa, tables| self.index.is_slice_stable(dfa, &tables.moves, state),
+        )
     }
 
     /// The classes that kill a scanned terminal in `state` after any slice text (see
@@ -412,16 +436,15 @@ impl CompiledGrammar {
                 !read & ((1u64 << loops::NUM_CLASSES) - 1)
             }
             LSym::Regex(d) => {
-                let tables = self.slice_tables(d);
-                if tables.moves.is_empty() {
+                if self.slice_tables(d).moves.is_empty() {
                     return 0;
                 }
-                let mut per_state = tables.per_state.lock().unwrap_or_else(|p| p.into_inner());
-                let entry = per_state.entry(state).or_default();
-                *entry.2.get_or_insert_with(|| {
-                    let dfa = &self.grammar.lnf().dfas[d as usize];
-                    self.index.dead_classes(dfa, &tables.moves, state)
-                })
+                self.state_fact(
+                    d,
+                    state,
+                    |f| &mut f.dead,
+                    |dfa, tables| self.index.dead_classes(dfa, &tables.moves, state),
+                )
             }
             _ => 0,
         }
@@ -469,9 +492,9 @@ impl CompiledGrammar {
     /// For the terminals scanned now: when one is a length-counted terminal in state `(t, n)`
     /// with `t` in free text (see [`TokenIndex::counted_tables`]) and every other is a literal or
     /// a regex whose next byte starts no slice token (the closing quote), how many more
-    /// characters every state of that text accepts, provided the first count that kills one kills them all (then
-    /// the slice tokens allowed are exactly those with at most that many lead bytes). `None`
-    /// otherwise.
+    /// characters every state of that text accepts, provided the first count that kills one
+    /// kills them all (then the slice tokens allowed are exactly those with at most that many
+    /// lead bytes). `None` otherwise.
     fn counted_text_room(&self, scanned: impl Iterator<Item = ScanItem>) -> Option<usize> {
         let lnf = self.grammar.lnf();
         let mut room = None;
@@ -540,15 +563,15 @@ impl CompiledGrammar {
                 .unwrap_or(0);
             return base.min(slack as u8);
         }
-        let tables = self.slice_tables(d);
-        if tables.moves.is_empty() {
+        if self.slice_tables(d).moves.is_empty() {
             return 0;
         }
-        let mut per_state = tables.per_state.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = per_state.entry(state).or_default();
-        *entry
-            .0
-            .get_or_insert_with(|| self.index.slice_depth(dfa, &tables.moves, state))
+        self.state_fact(
+            d,
+            state,
+            |f| &mut f.depth,
+            |dfa, tables| self.index.slice_depth(dfa, &tables.moves, state),
+        )
     }
 }
 

@@ -141,11 +141,7 @@ impl TokenIndex {
 
     /// The position of the first byte of `bytes` outside the slice language's prefixes, if any.
     pub fn first_break(&self, bytes: &[u8]) -> Option<usize> {
-        let mut u = self.slice_dfa.start();
-        bytes.iter().position(|&b| {
-            u = self.slice_dfa.next(u, b);
-            u == DEAD
-        })
+        first_break(&self.slice_dfa, bytes)
     }
 
     /// Whether every token below node `i` of the rest trie dies, for a walk from the root whose
@@ -464,20 +460,13 @@ fn slice_moves(t: &Dfa, slice: &Dfa) -> SliceMoves {
 /// tokens.
 fn break_classes(trie: &TokenTrie, slice: &Dfa) -> Vec<u64> {
     let nodes = trie.nodes();
+    let parent = trie.parents();
     let mut state = vec![slice.start(); nodes.len()];
-    let mut parent = vec![0u32; nodes.len()];
-    let mut path: Vec<u32> = vec![0];
-    for (i, n) in nodes.iter().enumerate().skip(1) {
-        path.truncate(n.depth());
-        let p = path[n.depth() - 1];
-        parent[i] = p;
-        let ps = state[p as usize];
-        state[i] = if ps == DEAD {
-            DEAD
-        } else {
-            slice.next(ps, n.byte())
+    for i in 1..nodes.len() {
+        state[i] = match state[parent[i] as usize] {
+            DEAD => DEAD,
+            ps => slice.next(ps, nodes[i].byte()),
         };
-        path.push(i as u32);
     }
     let mut out: Vec<u64> = state
         .iter()
@@ -504,14 +493,16 @@ fn is_continuation(b: u8) -> bool {
 }
 
 fn is_slice_prefix(slice: &Dfa, bytes: &[u8]) -> bool {
-    let mut s = slice.start();
-    for &b in bytes {
-        s = slice.next(s, b);
-        if s == DEAD {
-            return false;
-        }
-    }
-    true
+    first_break(slice, bytes).is_none()
+}
+
+/// The position of the first byte of `bytes` at which the slice automaton dies, if any.
+fn first_break(slice: &Dfa, bytes: &[u8]) -> Option<usize> {
+    let mut u = slice.start();
+    bytes.iter().position(|&b| {
+        u = slice.next(u, b);
+        u == DEAD
+    })
 }
 
 /// Length of the longest prefix of `bytes` that is a complete word of the slice language.

@@ -33,6 +33,12 @@ fn check_trie(v: &Vocabulary) {
         }
     }
     assert_eq!(count, v.num_text_tokens());
+    // Every node's parent holds its path less the last byte.
+    let parent = trie.parents();
+    for (i, &p) in parent.iter().enumerate().skip(1) {
+        let path = trie.path_of(i);
+        assert_eq!(trie.path_of(p as usize), path[..path.len() - 1], "node {i}");
+    }
 }
 
 #[test]

@@ -398,6 +398,21 @@ impl TokenTrie {
         walker.pop_bytes(depth - base);
     }
 
+    /// Per node, the index of its parent (the root's is 0). In preorder a parent comes before
+    /// its children: a forward pass can derive per-node values from the parent's, a reverse
+    /// pass fold children into parents.
+    pub fn parents(&self) -> Vec<u32> {
+        let mut parent = vec![0u32; self.nodes.len()];
+        // The nodes on the path to the current one, by depth.
+        let mut path: Vec<u32> = vec![0];
+        for (i, n) in self.nodes.iter().enumerate().skip(1) {
+            path.truncate(n.depth());
+            parent[i] = path[n.depth() - 1];
+            path.push(i as u32);
+        }
+        parent
+    }
+
     /// The bytes of node `i`'s path, found by descending from the root (tests).
     #[cfg(test)]
     pub fn path_of(&self, i: usize) -> Vec<u8> {
