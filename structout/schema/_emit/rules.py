@@ -5,6 +5,7 @@ Invariant: rule names are unique (``fresh``); identical regex terminals share on
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -17,12 +18,16 @@ Alt = list[Sym]
 
 
 class RuleSet:
-    """Named rules in insertion order (the order they are rendered in)."""
+    """Named rules in insertion order (the order they are rendered in).
+
+    A rule is kept as the printed texts of its distinct alternatives (``rules``) and, per
+    alternative, the symbols it uses that may name rules (``refs``, see :func:`alt_refs`):
+    printing and pruning need nothing else.
+    """
 
     def __init__(self) -> None:
-        self.rules: dict[str, list[Alt]] = {}
-        # The printed text of each rule's alternatives, in the order of ``rules[name]``.
-        self.texts: dict[str, list[str]] = {}
+        self.rules: dict[str, list[str]] = {}
+        self.refs: dict[str, list[list[str]]] = {}
         self.term_memo: dict[str, str] = {}
         self.counter: dict[str, int] = {}
         self.used_names: set[str] = set()
@@ -40,17 +45,17 @@ class RuleSet:
         return name
 
     def add_rule(self, name: str, alts: list[Alt]) -> None:
-        uniq: list[Alt] = []
         texts: list[str] = []
+        refs: list[list[str]] = []
         seen: set[str] = set()
         for a in alts:
-            key = render_alt(a)  # alternatives hold lists (unhashable); their text is a key
-            if key not in seen:
-                seen.add(key)
-                uniq.append(a)
-                texts.append(key)
-        self.rules[name] = uniq
-        self.texts[name] = texts
+            text = render_alt(a)  # alternatives hold lists (unhashable); their text is a key
+            if text not in seen:
+                seen.add(text)
+                texts.append(text)
+                refs.append(alt_refs(a))
+        self.rules[name] = texts
+        self.refs[name] = refs
 
     def terminal(self, regex_text: str, hint: str) -> Sym:
         """A named rule holding one regex terminal (shared by identical regexes)."""
@@ -59,85 +64,92 @@ class RuleSet:
     def shared_rule(self, alt: Alt, hint: str) -> Sym:
         """A named rule with this one alternative (terminals, special nonterminals), shared by
         every identical alternative."""
-        key = render_alt(alt)
-        name = self.term_memo.get(key)
+        text = render_alt(alt)
+        name = self.term_memo.get(text)
         if name is None:
             name = self.fresh(hint)
-            self.term_memo[key] = name
-            self.add_rule(name, [alt])
+            self.term_memo[text] = name
+            self.rules[name] = [text]
+            self.refs[name] = [alt_refs(alt)]
         return name
 
     def render_rules(self, ws_max: int | None) -> str:
         """Prune, then print the rules (``start`` first); ``ws_max``: add the ``ws`` rule."""
         self._prune()
-        lines = []
         if ws_max is not None:
             self.add_rule("ws", [["''"], [f'#"[ \\t\\n\\r]{{1,{ws_max}}}"']])
-        order = ["start"] + [k for k in self.rules if k != "start"]
-        for name in order:
-            texts = self.texts.get(name)
-            if not texts:
-                continue
-            body = " | ".join(texts)
-            lines.append(f"{name} ::= {body};")
+        lines = [f"start ::= {' | '.join(self.rules['start'])};"] if self.rules["start"] else []
+        for name, texts in self.rules.items():
+            if texts and name != "start":
+                lines.append(f"{name} ::= {' | '.join(texts)};")
         return "\n".join(lines) + "\n"
 
     def _prune(self) -> None:
         """Remove unproductive rules and the alternatives that use them; keep reachable ones."""
         rules = self.rules
-        names = set(rules)
-        refs: dict[str, list[list[str]]] = {
-            name: [[t for t in alt_refs(a) if t in names] for a in alts]
-            for name, alts in rules.items()
-        }
-        # productive symbols by a worklist over reverse dependencies
-        users: dict[str, list[tuple[str, int]]] = {}
-        missing: dict[tuple[str, int], int] = {}
-        productive: set[str] = set()
-        queue: list[str] = []
-        for name, alts in refs.items():
-            for i, deps in enumerate(alts):
-                uniq = set(deps)
-                missing[(name, i)] = len(uniq)
-                for d in uniq:
-                    users.setdefault(d, []).append((name, i))
-                if not uniq and name not in productive:
-                    productive.add(name)
-                    queue.append(name)
-        while queue:
-            d = queue.pop()
-            for name, i in users.get(d, ()):
-                missing[(name, i)] -= 1
-                if missing[(name, i)] == 0 and name not in productive:
-                    productive.add(name)
-                    queue.append(name)
+        productive = self._productive()
         if "start" not in productive:
             raise Unsupported("the schema accepts no value at all (every branch is empty)", "")
-        # Kept alternatives (with their texts) and their references, all to productive rules.
-        keep: dict[str, list[tuple[Alt, str, list[str]]]] = {}
-        for name, alts in rules.items():
-            if name in productive:
-                keep[name] = [
-                    (a, text, deps)
-                    for a, text, deps in zip(alts, self.texts[name], refs[name])
-                    if all(t in productive for t in deps)
-                ]
-        reach: set[str] = set()
+        # Kept alternatives: those whose names are all productive rules (or no rules at all).
+        dead = rules.keys() - productive
+        refs = self.refs
+        reach = {"start"}
         stack = ["start"]
         while stack:
-            nm_ = stack.pop()
-            if nm_ in reach:
-                continue
-            reach.add(nm_)
-            for _, _, deps in keep[nm_]:
-                stack.extend(deps)
-        self.rules = {k: [a for a, _, _ in v] for k, v in keep.items() if k in reach}
-        self.texts = {k: [t for _, t, _ in v] for k, v in keep.items() if k in reach}
+            for deps in refs[stack.pop()]:
+                if dead and not dead.isdisjoint(deps):
+                    continue
+                for d in deps:
+                    if d not in reach and d in rules:
+                        reach.add(d)
+                        stack.append(d)
+        if dead:
+            for name in reach:
+                kept = [i for i, deps in enumerate(refs[name]) if dead.isdisjoint(deps)]
+                rules[name] = [rules[name][i] for i in kept]
+                refs[name] = [refs[name][i] for i in kept]
+        if len(reach) < len(rules):
+            self.rules = {k: v for k, v in rules.items() if k in reach}
+            self.refs = {k: v for k, v in refs.items() if k in reach}
+
+    def _productive(self) -> set[str]:
+        """The rules that derive some text: a worklist over the alternatives still waiting for
+        rules, each counting its distinct rule names not yet known productive."""
+        rules = self.rules
+        productive: set[str] = set()
+        queue: list[str] = []
+        # per waiting rule name: the alternatives waiting for it, as [rule, names still missing]
+        users: dict[str, list[list[Any]]] = {}
+        for name, alts in self.refs.items():
+            for deps in alts:
+                if name in productive:
+                    break
+                need = {d for d in deps if d not in productive and d in rules}
+                if not need:
+                    productive.add(name)
+                    queue.append(name)
+                    break
+                w: list[Any] = [name, len(need)]
+                for d in need:
+                    users.setdefault(d, []).append(w)
+        while queue:
+            for w in users.get(queue.pop(), ()):
+                w[1] -= 1
+                if w[1] == 0 and w[0] not in productive:
+                    productive.add(w[0])
+                    queue.append(w[0])
+        return productive
+
+
+#: Hints that are already rule names (most are: property and definition names).
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,47}")
 
 
 @lru_cache(maxsize=4096)
 def _rule_name_base(hint: str) -> str:
     """A KBNF rule name made from a hint (hints repeat: property and definition names)."""
+    if _PLAIN_NAME.fullmatch(hint):
+        return hint
     base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint) or "r"
     if not (base[0].isalpha() or base[0] == "_"):
         base = "r_" + base
@@ -169,7 +181,10 @@ def render_sym(sym: Sym) -> str:
 def render_alt(alt: Alt) -> str:
     if not alt:
         return "''"
-    return " ".join(render_sym(x) for x in alt)
+    try:
+        return " ".join(alt)  # plain symbols, the common case
+    except TypeError:  # a repetition among them
+        return " ".join(render_sym(x) for x in alt)
 
 
 def alt_refs(alt: Alt) -> list[str]:
