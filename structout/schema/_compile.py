@@ -566,19 +566,7 @@ class Compiler:
                     )
             if "any" in names and loc.draft <= 3:
                 names = list(_TYPE_NAMES)
-            kinds = set()
-            for x in names:
-                kinds.add(
-                    {
-                        "null": "null",
-                        "boolean": "bool",
-                        "object": "obj",
-                        "array": "arr",
-                        "number": "num",
-                        "integer": "num",
-                        "string": "str",
-                    }[x]
-                )
+            kinds = {_KIND_OF_TYPE[x] for x in names}
             integer_only = "integer" in names and "number" not in names
         atoms = []
         for k in _ir.TYPE_KINDS:
@@ -769,7 +757,7 @@ class Compiler:
                 if sl.matches(f, name):
                     v = alg.and_(v, pn)
             props.append((name, v))
-        if pp:
+        if pp and ann:  # (evaluated keys matter only in annotation mode)
             ev.append(sl.f_lit(*pp.keys()))
         tail: list[tuple[sl.Formula, Node]] = list(patterns)
         if "additionalProperties" in s:
@@ -822,6 +810,18 @@ class Compiler:
             if a.kind == "str":
                 fs.append(a.args[0])
         return sl.f_or(*fs) if fs else sl.NOTHING
+
+
+#: The IR kind of each JSON Schema type name.
+_KIND_OF_TYPE = {
+    "null": "null",
+    "boolean": "bool",
+    "object": "obj",
+    "array": "arr",
+    "number": "num",
+    "integer": "num",
+    "string": "str",
+}
 
 
 class _Located(Exception):

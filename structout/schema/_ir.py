@@ -37,6 +37,8 @@ from . import _strlang as sl
 from ._recursion import MAX_RECURSION_DEPTH
 
 TYPE_KINDS = ("null", "bool", "num", "str", "arr", "obj")
+#: Kinds of the nodes that are neither ``any``, ``never`` nor a union.
+_ATOM_KINDS = frozenset([*TYPE_KINDS, "ref"])
 
 
 class Node:
@@ -259,6 +261,8 @@ class Algebra:
             raise err
 
     def or_(self, *items: Node) -> Node:
+        if len(items) == 1 and items[0].kind in _ATOM_KINDS:
+            return self._or_atom(items[0])
         alts: list[Node] = []
         seen: set[Node] = set()  # nodes are interned: hashing is O(1), equality is identity
         has_any = False
@@ -333,6 +337,19 @@ class Algebra:
         if not merged:
             return self.NEVER
         return self.mk("union", tuple(merged))
+
+    def _or_atom(self, a: Node) -> Node:
+        """``or_(a)`` of one typed atom or ref: one step of work, and only the merge of the
+        atoms of its type (which a lone one goes through too) can rewrite it."""
+        self._spend(1)
+        k = a.kind
+        if k == "str":
+            return self.str_(sl.f_or(a.args[0]))
+        if k == "num":
+            return self.num(nm.n_or(a.args[0]))
+        if k == "bool":
+            return self.bool_(a.args[0], a.args[1])
+        return a
 
     def _is_full_atom(self, n: Node) -> bool:
         return n in (self.NULL, self.BOOL, self.NUM, self.STR, self.ARR, self.OBJ)
