@@ -56,7 +56,10 @@ def f_len(lo: int, hi: int | None) -> Formula:
 
 
 def f_lit(*values: str) -> Formula:
-    return f_re(rx.alt(*(rx.lit(v) for v in values)))
+    if not values:
+        return NOTHING
+    # (what f_re gives: literals are not empty, and none is every string)
+    return ("re", rx.alt(*(rx.lit(v) for v in values)))
 
 
 def f_and(*items: Formula) -> Formula:
@@ -740,6 +743,8 @@ def is_empty(f: Formula) -> bool:
         return all(is_empty(x) for x in f[1])
     if f[0] == "cfg":
         return False
+    if complement_words(f) is not None:
+        return False  # the complement of a finite set is infinite
     if matches(f, ""):  # a witness without automata (e.g. keys outside a pattern)
         return False
     try:

@@ -46,6 +46,10 @@ ASTRAL: cs.Charset = ((0x10000, cs.MAX_CP),)
 U_DOMAIN: cs.Charset = cs.difference(cs.union(((0, 0x1F),), ((0x7F, 0xFFFF),)), cs.SURROGATES)
 NON_ASCII_BMP: cs.Charset = cs.difference(((0x80, 0xFFFF),), cs.SURROGATES)
 MAX_U_INTERVALS = 16
+_NOT_SURROGATES: cs.Charset = cs.complement(cs.SURROGATES)
+#: The complement of the characters JSON spells only as themselves (printable ASCII but the
+#: quote, the backslash and the slash, which have short escapes).
+_NOT_SELF_SPELLED: cs.Charset = cs.complement(cs.difference(((0x20, 0x7E),), cs.of_chars('"\\/')))
 
 
 def hex_range(lo: int, hi: int, width: int = 4) -> rx.Node:
@@ -113,7 +117,9 @@ def encode_set(s: cs.Charset, compact: bool = False) -> rx.Node:
     short escapes, ``\\uXXXX`` for controls and, where ``s`` holds every non-ASCII character of
     the BMP (resp. every astral one), ``\\uXXXX`` (resp. the surrogate pair) for those.
     """
-    if s == cs.ANY or cs.is_subset(cs.difference(cs.ANY, cs.SURROGATES), s):
+    if not cs.intersect(s, _NOT_SELF_SPELLED):
+        return rx.cset(s)  # what the general case below builds for these characters
+    if s == cs.ANY or cs.is_subset(_NOT_SURROGATES, s):
         return GENERIC_CHAR
     parts: list[rx.Node] = []
     raw = cs.intersect(s, RAW_OK)

@@ -106,25 +106,35 @@ class ObjectRules(StringRules):
         """Partition unnamed keys by which tail constraints apply; drop impossible parts.
 
         Regions are split one constraint at a time (inside / outside its key language) and
-        empty key languages are dropped right away, so disjoint patterns stay linear.
+        empty key languages are dropped right away, so disjoint patterns stay linear. Regions
+        whose keys can have no value are dropped at the end; until then their emptiness only
+        counts towards the limit, so it is decided only when the limit is reached (their
+        parts are no larger: dropping them then leaves the same regions).
         """
         alg = self.alg
         unnamed = sl.f_not(sl.f_lit(*order)) if order else sl.ALL
-        regions: list[tuple[sl.Formula, Node]] = [(unnamed, alg.ANY)]
+        # (key language, value, whether the language is known not to be empty)
+        regions: list[tuple[sl.Formula, Node, bool]] = [(unnamed, alg.ANY, True)]
         for f, v in tail:
-            split: list[tuple[sl.Formula, Node]] = []
-            for kf, val in regions:
+            split: list[tuple[sl.Formula, Node, bool]] = []
+            for kf, val, _ in regions:
                 for part_f, part_v in (
                     (sl.f_and(kf, f), alg.and_(val, v)),
                     (sl.f_and(kf, sl.f_not(f)), val),
                 ):
-                    if part_f == sl.NOTHING or self._key_empty(part_f):
+                    if part_f == sl.NOTHING:
                         continue
-                    split.append((part_f, part_v))
+                    if part_v.kind == "never":
+                        split.append((part_f, part_v, False))
+                    elif not self._key_empty(part_f):
+                        split.append((part_f, part_v, True))
             regions = split
             if len(regions) > MAX_TAIL_REGIONS:
-                raise Unsupported("too many overlapping patternProperties", "patternProperties")
-        return [(kf, val) for kf, val in regions if val.kind != "never"]
+                regions = [r for r in regions if r[2] or not self._key_empty(r[0])]
+                regions = [(kf, val, True) for kf, val, _ in regions]
+                if len(regions) > MAX_TAIL_REGIONS:
+                    raise Unsupported("too many overlapping patternProperties", "patternProperties")
+        return [(kf, val) for kf, val, _ in regions if val.kind != "never"]
 
     def _key_empty(self, f: sl.Formula) -> bool:
         try:
