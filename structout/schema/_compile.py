@@ -153,6 +153,8 @@ class Compiler:
             return alg.NEVER
         if not isinstance(s, dict):
             raise self.bad(f"a schema must be an object or a boolean, got {type(s).__name__}", loc)
+        if _COMBINING.isdisjoint(s):
+            return self._typed(loc, ann)  # (what the conjunction of this one part is)
         draft = loc.draft
         if _active(s, "unevaluatedProperties", draft) or _active(s, "unevaluatedItems", draft):
             return self._unevaluated(loc, s)
@@ -811,6 +813,15 @@ class Compiler:
                 fs.append(a.args[0])
         return sl.f_or(*fs) if fs else sl.NOTHING
 
+
+#: Keywords that ``Compiler._compile`` conjoins with the type-specific ones (or warns about).
+_COMBINING = frozenset(
+    [
+        *("unevaluatedProperties", "unevaluatedItems", "disallow", "extends", "divisibleBy"),
+        *("$ref", "$dynamicRef", "$recursiveRef", "enum", "const", "allOf", "anyOf", "oneOf"),
+        *("not", "if", "dependentSchemas", "dependencies"),
+    ]
+)
 
 #: The IR kind of each JSON Schema type name.
 _KIND_OF_TYPE = {

@@ -208,6 +208,17 @@ class Location:
 #: subschema); the root is ``(None, its pointer, None)``.
 _At = tuple[Any, str, Optional[str]]
 
+#: Keywords whose values hold subschemas by name (``dependencies``: those that are schemas).
+_MAP_KWS = frozenset([*_SCHEMA_MAP_KWS, "dependencies"])
+#: The order ``Registry._index`` visits the children of a subschema in, by keyword: maps, then
+#: single subschemas, then lists (``items`` as a single subschema; a list of them comes last).
+_LIST_ITEMS_ORDER = {
+    kw: i
+    for i, kw in enumerate([*_SCHEMA_MAP_KWS, "dependencies", *_SCHEMA_KWS, *_SCHEMA_LIST_KWS])
+}
+_CHILD_ORDER = {**_LIST_ITEMS_ORDER, "items": len(_MAP_KWS) + _SCHEMA_KWS.index("items")}
+_CHILD_KWS = frozenset(_CHILD_ORDER)
+
 #: Keywords ``Registry._index_one`` reads: a subschema with none of them declares nothing.
 _DECLARES = frozenset(["$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"])
 
@@ -271,24 +282,22 @@ class Registry:
             else:
                 node_base, node_draft = self._index_one(node, doc_uri, _pointer(at), base, draft)
             base, draft = node_base, node_draft
+            found = _CHILD_KWS.intersection(node)
+            if not found:
+                continue
+            order = _LIST_ITEMS_ORDER if isinstance(node.get("items"), list) else _CHILD_ORDER
             children: list[tuple[Any, _At, str, int]] = []
-            for kw in _SCHEMA_MAP_KWS:
-                sub = node.get(kw)
-                if isinstance(sub, dict):
-                    for k, v in sub.items():
-                        children.append((v, (at, kw, k), base, draft))
-            deps = node.get("dependencies")
-            if isinstance(deps, dict):
-                for k, v in deps.items():
-                    if isinstance(v, (dict, bool)):
-                        children.append((v, (at, "dependencies", k), base, draft))
-            for kw in _SCHEMA_KWS:
-                sub = node.get(kw)
-                if isinstance(sub, (dict, bool)):
-                    children.append((sub, (at, kw, None), base, draft))
-            for kw in _SCHEMA_LIST_KWS:
-                sub = node.get(kw)
-                if isinstance(sub, list):
+            for kw in sorted(found, key=order.__getitem__):
+                sub = node[kw]
+                if kw in _MAP_KWS:
+                    if isinstance(sub, dict):
+                        for k, v in sub.items():
+                            if kw != "dependencies" or isinstance(v, (dict, bool)):
+                                children.append((v, (at, kw, k), base, draft))
+                elif isinstance(sub, (dict, bool)):
+                    if kw in _SCHEMA_KWS:
+                        children.append((sub, (at, kw, None), base, draft))
+                elif isinstance(sub, list) and kw in _SCHEMA_LIST_KWS:
                     for i, v in enumerate(sub):
                         children.append((v, (at, kw, str(i)), base, draft))
             stack.extend(reversed(children))
