@@ -12,7 +12,7 @@ use regex_syntax::hir::{Hir, HirKind, Repetition};
 use rustc_hash::FxHashMap;
 
 use super::{
-    explore, product_classes, repeat, utf8, CombineBudget, Dfa, DfaError, Part, UNROLL_MIN,
+    explore, product_classes, repeat, subset, utf8, CombineBudget, Dfa, DfaError, Part, UNROLL_MIN,
 };
 
 impl Dfa {
@@ -44,13 +44,25 @@ impl Dfa {
             .flatten()
     }
 
-    /// Determinizes a (simplified) HIR with `regex-automata` and copies the result.
+    /// Determinizes a (simplified) HIR: its Thompson NFA by our subset construction (see
+    /// [`subset`]), or, with look-around, by `regex-automata`, whose table is then copied.
     pub(super) fn from_hir(hir: &Hir, size_limit: usize) -> Result<Dfa, DfaError> {
-        let ra = build_ra(hir, size_limit)?;
+        let nfa = build_nfa(hir, size_limit)?;
+        if let Some(dfa) = subset::determinize(&nfa, size_limit) {
+            return dfa;
+        }
+        Dfa::from_dense(&build_dense(&nfa, size_limit)?, size_limit)
+    }
+
+    /// Copies a dense `regex-automata` DFA (matched in full from its anchored start).
+    pub(super) fn from_dense(
+        ra: &dense::DFA<Vec<u32>>,
+        size_limit: usize,
+    ) -> Result<Dfa, DfaError> {
         let start = ra
             .start_state_forward(&Input::new("").anchored(Anchored::Yes))
             .map_err(|e| DfaError::Unsupported(e.to_string()))?;
-        let (classes, reps) = ra_classes(&ra);
+        let (classes, reps) = ra_classes(ra);
         let table = explore(
             start,
             &reps,
@@ -213,16 +225,29 @@ pub(super) fn parse(pattern: &str, size_limit: usize) -> Result<Hir, DfaError> {
     Ok(simplify(hir))
 }
 
-/// Compiles and determinizes a parsed pattern, each stage under `size_limit` bytes.
+/// Compiles and determinizes a parsed pattern with `regex-automata`, each stage under
+/// `size_limit` bytes.
 fn build_ra(hir: &Hir, size_limit: usize) -> Result<dense::DFA<Vec<u32>>, DfaError> {
-    let nfa = thompson::Compiler::new()
+    build_dense(&build_nfa(hir, size_limit)?, size_limit)
+}
+
+/// The Thompson NFA of a parsed pattern, within `size_limit` bytes.
+pub(super) fn build_nfa(hir: &Hir, size_limit: usize) -> Result<thompson::NFA, DfaError> {
+    thompson::Compiler::new()
         .configure(
             thompson::Config::new()
                 .utf8(false)
                 .nfa_size_limit(Some(size_limit)),
         )
         .build_from_hir(hir)
-        .map_err(|e| build_error(&e, size_limit))?;
+        .map_err(|e| build_error(&e, size_limit))
+}
+
+/// `regex-automata`'s dense DFA of an NFA, within `size_limit` bytes.
+pub(super) fn build_dense(
+    nfa: &thompson::NFA,
+    size_limit: usize,
+) -> Result<dense::DFA<Vec<u32>>, DfaError> {
     dense::Builder::new()
         .configure(
             dense::Config::new()
@@ -233,7 +258,7 @@ fn build_ra(hir: &Hir, size_limit: usize) -> Result<dense::DFA<Vec<u32>>, DfaErr
                 .dfa_size_limit(Some(size_limit))
                 .determinize_size_limit(Some(size_limit)),
         )
-        .build_from_nfa(&nfa)
+        .build_from_nfa(nfa)
         .map_err(|e| build_error(&e, size_limit))
 }
 

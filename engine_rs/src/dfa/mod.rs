@@ -28,6 +28,7 @@ mod counted;
 mod persist;
 mod regular;
 mod repeat;
+mod subset;
 mod table;
 pub(crate) mod utf8;
 mod words;

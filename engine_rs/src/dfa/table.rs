@@ -142,15 +142,28 @@ where
 
 impl Explored {
     /// Prunes states that cannot reach acceptance, renumbers densely and fills derived tables.
+    ///
+    /// Linear in the table: one pass builds the reverse edges (each predecessor listed once per
+    /// target), a reverse BFS from the accepting states gives co-reachability and distances, one
+    /// pass renumbers (skipped when every state is co-reachable: ids are then unchanged).
     pub(super) fn finish(self, classes: [u8; 256]) -> Dfa {
-        let n = self.accept.len();
-        let stride = self.stride;
-        // Reverse BFS from accepting states gives co-reachability and distance to acceptance.
+        let Explored {
+            stride,
+            trans: old,
+            accept: old_accept,
+            reps,
+        } = self;
+        debug_assert_eq!(reps.len(), stride);
+        let n = old_accept.len();
+        let rows = || old.chunks_exact(stride).enumerate().skip(1);
+        // Reverse edges in CSR form, `seen[t] == s` deduplicating a row's repeated targets.
         let mut rev_start = vec![0u32; n + 1];
-        for s in 1..n {
-            for c in 0..stride {
-                let t = self.trans[s * stride + c] as usize;
-                if t != 0 {
+        let mut seen = vec![u32::MAX; n];
+        for (s, row) in rows() {
+            for &t in row {
+                let t = t as usize;
+                if t != DEAD as usize && seen[t] != s as u32 {
+                    seen[t] = s as u32;
                     rev_start[t + 1] += 1;
                 }
             }
@@ -160,10 +173,12 @@ impl Explored {
         }
         let mut fill = rev_start.clone();
         let mut rev = vec![0u32; rev_start[n] as usize];
-        for s in 1..n {
-            for c in 0..stride {
-                let t = self.trans[s * stride + c] as usize;
-                if t != 0 {
+        seen.fill(u32::MAX);
+        for (s, row) in rows() {
+            for &t in row {
+                let t = t as usize;
+                if t != DEAD as usize && seen[t] != s as u32 {
+                    seen[t] = s as u32;
                     rev[fill[t] as usize] = s as u32;
                     fill[t] += 1;
                 }
@@ -172,7 +187,7 @@ impl Explored {
         let mut dist = vec![u32::MAX; n];
         let mut queue = VecDeque::new();
         for (s, d) in dist.iter_mut().enumerate().skip(1) {
-            if self.accept[s] {
+            if old_accept[s] {
                 *d = 0;
                 queue.push_back(s);
             }
@@ -185,44 +200,60 @@ impl Explored {
                 }
             }
         }
-        let mut new_id = vec![DEAD; n];
-        let mut count = 1u32;
-        for s in 1..n {
-            if dist[s] != u32::MAX {
-                new_id[s] = count;
-                count += 1;
+        let all_live = dist[1..].iter().all(|&d| d != u32::MAX);
+        let (trans, accept, min_to_accept, start) = if all_live {
+            (old, old_accept, dist, if n > 1 { 1 } else { DEAD })
+        } else {
+            let mut new_id = vec![DEAD; n];
+            let mut count = 1u32;
+            for s in 1..n {
+                if dist[s] != u32::MAX {
+                    new_id[s] = count;
+                    count += 1;
+                }
             }
-        }
-        let m = count as usize;
-        let mut trans = vec![DEAD; m * stride];
-        let mut accept = vec![false; m];
-        let mut live_bytes = vec![ByteSet::EMPTY; m];
-        let mut min_to_accept = vec![u32::MAX; m];
-        for s in 1..n {
-            let ns = new_id[s] as usize;
-            if ns == 0 {
-                continue;
+            let m = count as usize;
+            let mut trans = Vec::with_capacity(m * stride);
+            trans.extend(std::iter::repeat_n(DEAD, stride));
+            let mut accept = vec![false; m];
+            let mut min_to_accept = vec![u32::MAX; m];
+            for (s, row) in rows() {
+                let ns = new_id[s] as usize;
+                if ns != 0 {
+                    accept[ns] = old_accept[s];
+                    min_to_accept[ns] = dist[s];
+                    trans.extend(row.iter().map(|&t| new_id[t as usize]));
+                }
             }
-            accept[ns] = self.accept[s];
-            min_to_accept[ns] = dist[s];
-            for c in 0..stride {
-                trans[ns * stride + c] = new_id[self.trans[s * stride + c] as usize];
-            }
-        }
+            (
+                trans,
+                accept,
+                min_to_accept,
+                new_id.get(1).copied().unwrap_or(DEAD),
+            )
+        };
         // Live bytes: the union of the byte sets of the classes with a transition.
         let mut class_bytes = vec![ByteSet::EMPTY; stride];
         for b in 0..=255u8 {
             class_bytes[classes[b as usize] as usize].insert(b);
         }
-        for ns in 1..m {
-            let row = &trans[ns * stride..(ns + 1) * stride];
-            for (set, &t) in class_bytes.iter().zip(row) {
-                if t != DEAD {
-                    live_bytes[ns].union_with(set);
+        let live_bytes = trans
+            .chunks_exact(stride)
+            .enumerate()
+            .map(|(s, row)| {
+                let mut live = ByteSet::EMPTY;
+                if s != DEAD as usize {
+                    for (set, &t) in class_bytes.iter().zip(row) {
+                        // Branch-free: a dead target contributes no bytes.
+                        let keep = 0u64.wrapping_sub((t != DEAD) as u64);
+                        for (l, w) in live.0.iter_mut().zip(set.0) {
+                            *l |= w & keep;
+                        }
+                    }
                 }
-            }
-        }
-        debug_assert_eq!(self.reps.len(), stride);
+                live
+            })
+            .collect();
         Dfa {
             classes,
             stride: stride as u32,
@@ -230,7 +261,7 @@ impl Explored {
             accept,
             live_bytes,
             min_to_accept,
-            start: new_id[1],
+            start,
             counter: None,
         }
     }

@@ -181,6 +181,77 @@ fn simplified_patterns_keep_their_language() {
     assert!(d.matches("x".repeat(2000).as_bytes()) && !d.matches("x".repeat(1999).as_bytes()));
 }
 
+/// Whether two automata accept the same language, walking pairs of states over every byte: both
+/// dead or both alive, with the same acceptance, live bytes and distance to acceptance.
+fn same_language(a: &Dfa, b: &Dfa) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![(a.start(), b.start())];
+    while let Some((x, y)) = stack.pop() {
+        if !seen.insert((x, y)) {
+            continue;
+        }
+        if (x == DEAD) != (y == DEAD) {
+            return Err(format!("states {x} / {y}: one is dead"));
+        }
+        if x == DEAD {
+            continue;
+        }
+        if a.is_accept(x) != b.is_accept(y)
+            || a.live_bytes(x) != b.live_bytes(y)
+            || a.min_to_accept(x) != b.min_to_accept(y)
+        {
+            return Err(format!("states {x} / {y} differ"));
+        }
+        stack.extend((0..=255u8).map(|c| (a.next(x, c), b.next(y, c))));
+    }
+    Ok(())
+}
+
+/// Our subset construction and `regex-automata`'s dense determinizer give automata of the same
+/// language (ours has no more states: its sets hold only the NFA states that read or match) for
+/// patterns without look-around, from the same NFA.
+#[test]
+fn subset_construction_equals_regex_automata() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let mut patterns: Vec<String> = [
+        r"\-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[Ee][\+\-]?[0-9]+)?",
+        r#"\x22(?:[ !\#-\[\]-\uD7FF\uE000-\U0010FFFF]|\x5C[\x22/\x5Cbfnrt]|\x5Cu[0-9A-Fa-f]{4})+\x22"#,
+        r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})",
+        r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#]+(?:/[^\s?#]*)?",
+        r"\p{L}+(?:\s\p{L}+)*",
+        r"(?s:.){2,5}",
+        r"[^\x22\x5C]*",
+        r"\w+@\w+\.(?:com|org)",
+        r"(?-u:[\x00-\xff])+",
+        "(?:a|ab)(?:c|bcd)(?:d*)",
+        "",
+        "[^\\x00-\\x{10FFFF}]",
+    ]
+    .iter()
+    .map(|p| p.to_string())
+    .collect();
+    patterns.extend((0..300).map(|_| random_pattern(&mut rng, 3)));
+    for p in &patterns {
+        let hir = build::parse(p, LIMIT).unwrap();
+        let nfa = build::build_nfa(&hir, LIMIT).unwrap();
+        let ours = subset::determinize(&nfa, LIMIT)
+            .expect("no look-around")
+            .unwrap();
+        let theirs = Dfa::from_dense(&build::build_dense(&nfa, LIMIT).unwrap(), LIMIT).unwrap();
+        assert_eq!(ours.classes, theirs.classes, "{p}: classes");
+        assert!(
+            ours.state_count() <= theirs.state_count(),
+            "{p}: more states"
+        );
+        if let Err(e) = same_language(&ours, &theirs) {
+            panic!("{p}: {e}");
+        }
+    }
+    // Look-around is left to `regex-automata`.
+    let nfa = build::build_nfa(&build::parse(r"a(?-u:\b)", LIMIT).unwrap(), LIMIT).unwrap();
+    assert!(subset::determinize(&nfa, LIMIT).is_none());
+}
+
 #[test]
 fn concat_and_union_agree_with_regex_text() {
     let alphabet = [b'a', b'b', 0xC3, 0xA9];

@@ -1,0 +1,125 @@
+//! Determinizing a Thompson NFA without look-around straight into our table: the subset
+//! construction over the NFA's byte classes, a DFA state being the sorted set of the NFA states
+//! that read a byte or match, closed under the NFA's ε-moves.
+//!
+//! Why not `regex-automata`'s dense determinizer: it prepares what a search needs (a start state
+//! per look-behind context, premultiplied ids, match and acceleration bookkeeping, a SipHash state
+//! map) and its table is then copied into ours; for the small patterns schemas use (a number, a
+//! date, a string with a length bound) that overhead is most of the construction. Patterns with
+//! look-around (`^`, `$`, `\b`, …) still go through it. Both give automata of the same language
+//! over the same byte classes; ours has no more states (its sets hold only the NFA states that
+//! read a byte or match, so sets differing only in ε-states are one state), as the tests check.
+
+use std::cell::Cell;
+
+use regex_automata::nfa::thompson::{State, NFA};
+use regex_automata::util::primitives::StateID;
+
+use super::{explore, Dfa, DfaError};
+
+/// The automaton of `nfa` matched in full from its anchored start, within `size_limit` bytes
+/// (table and state sets); `None` when the NFA has look-around assertions.
+pub(super) fn determinize(nfa: &NFA, size_limit: usize) -> Option<Result<Dfa, DfaError>> {
+    if !nfa.look_set_any().is_empty() {
+        return None;
+    }
+    // The NFA's byte classes, numbered densely in byte order (as for the dense DFA).
+    let byte_classes = nfa.byte_classes();
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut dense = [u16::MAX; 256];
+    for b in 0..=255u8 {
+        let c = byte_classes.get(b) as usize;
+        if dense[c] == u16::MAX {
+            dense[c] = reps.len() as u16;
+            reps.push(b);
+        }
+        classes[b as usize] = dense[c] as u8;
+    }
+    let mut closure = Closure::new(nfa);
+    let mut seeds = vec![nfa.start_anchored()];
+    let start = closure.of(&seeds);
+    // NFA states held by all sets made (found again or not): bounds the memory of the set index.
+    let held = Cell::new(0usize);
+    let table = explore(
+        start,
+        &reps,
+        |set: &Vec<u32>, b| {
+            seeds.clear();
+            for &s in set {
+                let next = match nfa.state(StateID::new_unchecked(s as usize)) {
+                    State::ByteRange { trans } => trans.matches_byte(b).then_some(trans.next),
+                    State::Sparse(t) => t.matches_byte(b),
+                    State::Dense(t) => t.matches_byte(b),
+                    _ => None,
+                };
+                seeds.extend(next);
+            }
+            if seeds.is_empty() {
+                return Ok(None);
+            }
+            let next = closure.of(&seeds);
+            held.set(held.get() + next.len());
+            if held.get() * 4 > size_limit {
+                return Err(DfaError::TooBig { limit: size_limit });
+            }
+            Ok((!next.is_empty()).then_some(next))
+        },
+        |set| {
+            set.iter().any(|&s| {
+                matches!(
+                    nfa.state(StateID::new_unchecked(s as usize)),
+                    State::Match { .. }
+                )
+            })
+        },
+        size_limit,
+    );
+    Some(table.map(|t| t.finish(classes)))
+}
+
+/// ε-closure with reused scratch space: a stamp per NFA state marks those visited by the current
+/// call, so nothing is cleared between calls.
+struct Closure<'a> {
+    nfa: &'a NFA,
+    stamp: Vec<u32>,
+    round: u32,
+    stack: Vec<StateID>,
+}
+
+impl<'a> Closure<'a> {
+    fn new(nfa: &'a NFA) -> Closure<'a> {
+        Closure {
+            nfa,
+            stamp: vec![0; nfa.states().len()],
+            round: 0,
+            stack: Vec::new(),
+        }
+    }
+
+    /// The states reachable from `seeds` by ε-moves that read a byte or match, sorted.
+    fn of(&mut self, seeds: &[StateID]) -> Vec<u32> {
+        self.round += 1;
+        let mut set = Vec::new();
+        self.stack.extend(seeds.iter().rev());
+        while let Some(s) = self.stack.pop() {
+            if self.stamp[s.as_usize()] == self.round {
+                continue;
+            }
+            self.stamp[s.as_usize()] = self.round;
+            match self.nfa.state(s) {
+                State::ByteRange { .. }
+                | State::Sparse(_)
+                | State::Dense(_)
+                | State::Match { .. } => set.push(s.as_u32()),
+                State::Union { alternates } => self.stack.extend(alternates.iter().rev()),
+                State::BinaryUnion { alt1, alt2 } => self.stack.extend([*alt2, *alt1]),
+                State::Capture { next, .. } => self.stack.push(*next),
+                // No look-around here (checked by the caller); `Fail` matches nothing.
+                State::Look { .. } | State::Fail => {}
+            }
+        }
+        set.sort_unstable();
+        set
+    }
+}
