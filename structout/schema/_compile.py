@@ -10,6 +10,7 @@ Every subschema is compiled at most once per annotation mode; ``$ref`` targets b
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -543,50 +544,50 @@ class Compiler:
 
     def _typed(self, loc: Location, ann: bool = False) -> Node:
         s = loc.value
-        alg = self.alg
-        kinds = set(_ir.TYPE_KINDS)
+        t = s.get("type")
+        kind = _KIND_OF_TYPE.get(t) if isinstance(t, str) else None
+        if kind is not None:  # one type name (the common case)
+            return self.alg.or_(self._type_atom(kind, loc, ann, t == "integer"))
+        kinds: Collection[str] = _ir.TYPE_KINDS
         integer_only = False
         if "type" in s:
-            t = s["type"]
-            names = [t] if isinstance(t, str) else t
-            if (
-                not isinstance(names, list)
-                or not names
-                or not all(isinstance(x, str) for x in names)
-            ):
+            kinds, integer_only = self._type_kinds(loc)
+        atoms = [self._type_atom(k, loc, ann, integer_only) for k in _ir.TYPE_KINDS if k in kinds]
+        return self.alg.or_(*atoms)
+
+    def _type_kinds(self, loc: Location) -> tuple[set[str], bool]:
+        """The IR kinds ``type`` allows, and whether numbers must be integers."""
+        t = loc.value["type"]
+        names = [t] if isinstance(t, str) else t
+        if not isinstance(names, list) or not names or not all(isinstance(x, str) for x in names):
+            raise self.bad("type must be a type name or a non-empty array of names", loc, "type")
+        for x in names:
+            if x not in _TYPE_NAMES:
+                if x == "any" and loc.draft <= 3:
+                    continue
                 raise self.bad(
-                    "type must be a type name or a non-empty array of names", loc, "type"
+                    f"unknown type {x!r}{_did_you_mean(x, _TYPE_NAMES, _TYPE_ALIASES)}",
+                    loc,
+                    "type",
                 )
-            for x in names:
-                if x not in _TYPE_NAMES:
-                    if x == "any" and loc.draft <= 3:
-                        continue
-                    raise self.bad(
-                        f"unknown type {x!r}{_did_you_mean(x, _TYPE_NAMES, _TYPE_ALIASES)}",
-                        loc,
-                        "type",
-                    )
-            if "any" in names and loc.draft <= 3:
-                names = list(_TYPE_NAMES)
-            kinds = {_KIND_OF_TYPE[x] for x in names}
-            integer_only = "integer" in names and "number" not in names
-        atoms = []
-        for k in _ir.TYPE_KINDS:
-            if k not in kinds:
-                continue
-            if k == "null":
-                atoms.append(alg.NULL)
-            elif k == "bool":
-                atoms.append(alg.BOOL)
-            elif k == "num":
-                atoms.append(self._number(loc, integer_only))
-            elif k == "str":
-                atoms.append(self._string(loc))
-            elif k == "arr":
-                atoms.append(self._array(loc, ann))
-            elif k == "obj":
-                atoms.append(self._object(loc, ann))
-        return alg.or_(*atoms)
+        if "any" in names and loc.draft <= 3:
+            names = list(_TYPE_NAMES)
+        integer_only = "integer" in names and "number" not in names
+        return {_KIND_OF_TYPE[x] for x in names}, integer_only
+
+    def _type_atom(self, kind: str, loc: Location, ann: bool, integer_only: bool) -> Node:
+        """The values of one IR kind that the type-specific keywords allow."""
+        if kind == "null":
+            return self.alg.NULL
+        if kind == "bool":
+            return self.alg.BOOL
+        if kind == "num":
+            return self._number(loc, integer_only)
+        if kind == "str":
+            return self._string(loc)
+        if kind == "arr":
+            return self._array(loc, ann)
+        return self._object(loc, ann)
 
     def _num_value(self, loc: Location, kw: str) -> Fraction:
         v = loc.value[kw]

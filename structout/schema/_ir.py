@@ -44,10 +44,10 @@ _ATOM_KINDS = frozenset([*TYPE_KINDS, "ref"])
 class Node:
     __slots__ = ("_h", "args", "kind", "uid")
 
-    def __init__(self, kind: str, args: tuple[Any, ...], uid: int) -> None:
+    def __init__(self, kind: str, args: tuple[Any, ...], uid: int, h: int) -> None:
         self.kind = kind
         self.args = args
-        self._h = hash((kind, args))
+        self._h = h  # hash((kind, args)): formulas can be large trees, hashed once
         self.uid = uid
 
     def __hash__(self) -> int:
@@ -83,7 +83,10 @@ class Algebra:
         max_alternatives: int = 512,
         max_work: int = MAX_WORK,
     ) -> None:
-        self._table: dict[tuple[str, tuple[Any, ...]], Node] = {}
+        # Interned nodes by hash((kind, args)) (a formula can be a large tree: hashing it once
+        # per lookup, not again for the node); ``_count`` nodes in all.
+        self._table: dict[int, list[Node]] = {}
+        self._count = 0
         self.resolver = resolver
         self.max_nodes = max_nodes
         self.max_work = max_work
@@ -107,15 +110,20 @@ class Algebra:
     # --- construction ---
 
     def mk(self, kind: str, *args: Any) -> Node:
-        key = (kind, args)
-        n = self._table.get(key)
-        if n is None:
-            if len(self._table) >= self.max_nodes:
-                raise LimitExceededError(
-                    f"schema too complex: more than {self.max_nodes} IR nodes (max_nodes)"
-                )
-            n = Node(kind, args, len(self._table))
-            self._table[key] = n
+        h = hash((kind, args))
+        bucket = self._table.get(h)
+        if bucket is None:
+            bucket = self._table[h] = []
+        for n in bucket:
+            if n.kind == kind and n.args == args:
+                return n
+        if self._count >= self.max_nodes:
+            raise LimitExceededError(
+                f"schema too complex: more than {self.max_nodes} IR nodes (max_nodes)"
+            )
+        n = Node(kind, args, self._count, h)
+        self._count += 1
+        bucket.append(n)
         return n
 
     def ref(self, key: Any) -> Node:
@@ -344,9 +352,11 @@ class Algebra:
         self._spend(1)
         k = a.kind
         if k == "str":
-            return self.str_(sl.f_or(a.args[0]))
+            g = sl.f_or(a.args[0])
+            return a if g is a.args[0] else self.str_(g)
         if k == "num":
-            return self.num(nm.n_or(a.args[0]))
+            g = nm.n_or(a.args[0])
+            return a if g is a.args[0] else self.num(g)
         if k == "bool":
             return self.bool_(a.args[0], a.args[1])
         return a

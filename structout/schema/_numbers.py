@@ -112,6 +112,8 @@ def n_and(*items: NumFormula) -> NumFormula:
 
 
 def n_or(*items: NumFormula) -> NumFormula:
+    if len(items) == 1 and items[0][0] != "or":
+        return items[0]  # (what the merge below gives for it)
     out: list[NumFormula] = []
     seen: set[NumFormula] = set()
     for it in items:

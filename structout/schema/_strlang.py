@@ -146,6 +146,8 @@ def _small_finite(node: rx.Node) -> tuple[str, ...] | None:
 
 
 def f_or(*items: Formula) -> Formula:
+    if len(items) == 1 and items[0][0] != "or":
+        return items[0]  # (what the merge below gives for it)
     out: list[Formula] = []
     seen: set[Formula] = set()
     for it in items:
