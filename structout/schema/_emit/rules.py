@@ -49,11 +49,11 @@ class RuleSet:
         refs: list[list[str]] = []
         seen: set[str] = set()
         for a in alts:
-            text = render_alt(a)  # alternatives hold lists (unhashable); their text is a key
+            text, names = render_alt_refs(a)  # (lists are unhashable: the text is the key)
             if text not in seen:
                 seen.add(text)
                 texts.append(text)
-                refs.append(alt_refs(a))
+                refs.append(names)
         self.rules[name] = texts
         self.refs[name] = refs
 
@@ -64,13 +64,13 @@ class RuleSet:
     def shared_rule(self, alt: Alt, hint: str) -> Sym:
         """A named rule with this one alternative (terminals, special nonterminals), shared by
         every identical alternative."""
-        text = render_alt(alt)
+        text, names = render_alt_refs(alt)
         name = self.term_memo.get(text)
         if name is None:
             name = self.fresh(hint)
             self.term_memo[text] = name
             self.rules[name] = [text]
-            self.refs[name] = [alt_refs(alt)]
+            self.refs[name] = [names]
         return name
 
     def render_rules(self, ws_max: int | None) -> str:
@@ -122,16 +122,19 @@ class RuleSet:
         users: dict[str, list[list[Any]]] = {}
         for name, alts in self.refs.items():
             for deps in alts:
-                if name in productive:
-                    break
-                need = {d for d in deps if d not in productive and d in rules}
-                if not need:
+                for d in deps:
+                    if d not in productive and d in rules:
+                        break
+                else:
                     productive.add(name)
                     queue.append(name)
                     break
-                w: list[Any] = [name, len(need)]
-                for d in need:
-                    users.setdefault(d, []).append(w)
+            else:  # every alternative waits for some rule
+                for deps in alts:
+                    need = {d for d in deps if d not in productive and d in rules}
+                    w: list[Any] = [name, len(need)]
+                    for d in need:
+                        users.setdefault(d, []).append(w)
         while queue:
             for w in users.get(queue.pop(), ()):
                 w[1] -= 1
@@ -185,6 +188,17 @@ def render_alt(alt: Alt) -> str:
         return " ".join(alt)  # plain symbols, the common case
     except TypeError:  # a repetition among them
         return " ".join(render_sym(x) for x in alt)
+
+
+def render_alt_refs(alt: Alt) -> tuple[str, list[str]]:
+    """``(render_alt(alt), alt_refs(alt))``."""
+    if not alt:
+        return "''", []
+    try:
+        text = " ".join(alt)  # plain symbols, the common case
+    except TypeError:  # a repetition among them
+        return render_alt(alt), alt_refs(alt)
+    return text, [s for s in alt if s[:1] not in _NOT_A_NAME]
 
 
 def alt_refs(alt: Alt) -> list[str]:
