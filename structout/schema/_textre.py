@@ -314,18 +314,22 @@ def to_rust(node: rx.Node) -> str:
 
 
 #: Texts of regexes nearly every grammar holds (the generic JSON string, number, integer),
-#: printed once per process by :func:`print_once` when their modules load.
+#: printed once per process by :func:`print_once` when their modules load; and the same by
+#: identity (``id(node) -> (node, text)``): what :func:`_print` starts from, for the parts of
+#: larger regexes that are these very objects (e.g. the generic character of counted strings).
 _CONSTANT_TEXTS: dict[rx.Node, str] = {}
+_CONSTANT_PARTS: dict[int, tuple[rx.Node, str]] = {}
 
 
 def print_once(node: rx.Node) -> rx.Node:
     """Registers ``node`` as a constant whose text :func:`to_rust` returns without printing."""
-    _CONSTANT_TEXTS[node] = _print(node)
+    text = _CONSTANT_TEXTS[node] = _print(node)
+    _CONSTANT_PARTS[id(node)] = (node, text)
     return node
 
 
 def _print(node: rx.Node) -> str:
-    memo: dict[int, tuple[rx.Node, str]] = {}
+    memo = dict(_CONSTANT_PARTS)
 
     def pr(n: rx.Node) -> str:
         got = memo.get(id(n))
@@ -354,6 +358,10 @@ def _print(node: rx.Node) -> str:
         return res
 
     return pr(node)
+
+
+# the character of every generic and counted JSON string
+print_once(GENERIC_CHAR)
 
 
 def factor(node: rx.Node) -> rx.Node:

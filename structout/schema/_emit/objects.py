@@ -112,6 +112,15 @@ class ObjectRules(StringRules):
         parts are no larger: dropping them then leaves the same regions).
         """
         alg = self.alg
+        if (
+            2 ** len(tail) <= MAX_TAIL_REGIONS
+            and all(v.kind == "never" for _, v in tail)
+            and any(f == sl.ALL for f, _ in tail)
+        ):
+            # No key outside the named ones (``additionalProperties: false``): every region but
+            # the one outside all the key languages has no value, and that one is empty (the
+            # split cannot reach the limit).
+            return []
         unnamed = sl.f_not(sl.f_lit(*order)) if order else sl.ALL
         # (key language, value, whether the language is known not to be empty)
         regions: list[tuple[sl.Formula, Node, bool]] = [(unnamed, alg.ANY, True)]
