@@ -24,6 +24,9 @@ impl Dfa {
 
     /// The DFA of the union of `parts` (see [`Dfa::concat`] for the budget).
     pub fn union(parts: &[Part<'_>], budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        if let Some(dfa) = disjoint_union(parts, budget) {
+            return dfa;
+        }
         Combiner {
             parts,
             mode: Combine::Union,
@@ -126,6 +129,146 @@ fn literals_around(
     }
     if m > 0 {
         accept[chain_end as usize] = true;
+    }
+    // The derived tables directly, without `Explored::finish`'s reverse search: every state is
+    // co-reachable (X's are, X being pruned; the prefix leads into X's start, the suffix to the
+    // end), and every way to acceptance passes the prefix, an accepting state of X (which has no
+    // continuation when there is a suffix), then the suffix.
+    let mut live_bytes = vec![ByteSet::EMPTY; states];
+    let mut min_to_accept = vec![u32::MAX; states];
+    let to_end = |x_rest: u32| x_rest.saturating_add(m as u32);
+    for (k, &b) in prefix.iter().enumerate() {
+        live_bytes[k + 1].insert(b);
+        min_to_accept[k + 1] = to_end(d.min_to_accept(d.start)).saturating_add((p - k) as u32);
+    }
+    for s in 1..n as u32 {
+        let id = p + s as usize;
+        live_bytes[id] = d.live_bytes(s);
+        if m > 0 && d.is_accept(s) {
+            live_bytes[id].insert(suffix[0]);
+        }
+        min_to_accept[id] = to_end(d.min_to_accept(s));
+    }
+    // The suffix after k >= 1 bytes: the next byte live, m - k to go (the end: none, 0).
+    for k in 1..=m {
+        let id = p + n - 1 + k;
+        if let Some(&b) = suffix.get(k) {
+            live_bytes[id].insert(b);
+        }
+        min_to_accept[id] = (m - k) as u32;
+    }
+    Some(Ok(Dfa {
+        classes,
+        stride: stride as u32,
+        trans,
+        accept,
+        live_bytes,
+        min_to_accept,
+        start: 1,
+        counter: None,
+    }))
+}
+
+/// A union whose parts begin with pairwise different bytes (the scalars of a JSON value: `"`,
+/// `-` and digits, `t`, `f`, `n`), explored with one part state per DFA state instead of sets:
+/// a start state that dispatches on the first byte, then the part's own states, its accepting
+/// states without continuation merged into one as the subset construction's [`SINK`] does (the
+/// two give the same table). `None` for other unions.
+fn disjoint_union(parts: &[Part<'_>], budget: &mut CombineBudget) -> Option<Result<Dfa, DfaError>> {
+    // `owner[b]`: 1 + the part whose first byte `b` is (0: none).
+    let mut owner = [0u8; 256];
+    let mut accepts_empty = false;
+    if parts.len() < 2 || parts.len() > usize::from(u8::MAX) {
+        return None;
+    }
+    for (i, p) in parts.iter().enumerate() {
+        let first = match p {
+            Part::Lit(l) => {
+                let mut set = ByteSet::EMPTY;
+                set.insert(*l.first()?);
+                set
+            }
+            Part::Dfa(d) if d.is_counted() => return None,
+            Part::Dfa(d) if d.start == DEAD => continue,
+            Part::Dfa(d) => {
+                accepts_empty |= d.is_accept(d.start);
+                d.live_bytes(d.start)
+            }
+        };
+        for b in 0..=255u8 {
+            if first.contains(b) {
+                if owner[b as usize] != 0 {
+                    return None;
+                }
+                owner[b as usize] = i as u8 + 1;
+            }
+        }
+    }
+    // Breadth-first over the union's states, numbered on discovery (as `explore` numbers them,
+    // so the table is the subset construction's): 1 the start, then part states, whose ids are
+    // looked up in per-part arrays (no hashing: this is the whole cost of the construction).
+    let (classes, reps) = part_classes(parts);
+    let stride = reps.len();
+    let size = |p: &Part<'_>| match p {
+        Part::Dfa(d) => d.state_count(),
+        Part::Lit(l) => l.len() + 2,
+    };
+    let mut ids: Vec<Vec<u32>> = parts.iter().map(|p| vec![DEAD; size(p)]).collect();
+    let mut sink = DEAD;
+    // `queue[k - 1]`: the part and part state of state `k` (`u32::MAX` part: start or sink).
+    let mut queue: Vec<(u32, u32)> = vec![(u32::MAX, 0)];
+    let mut trans = vec![DEAD; 2 * stride];
+    let mut accept = vec![false, accepts_empty];
+    let per_state = stride * 4 + 40;
+    let mut k = 1;
+    while k <= queue.len() {
+        let (i, s) = queue[k - 1];
+        if budget.steps < stride as u64 {
+            return Some(Err(DfaError::TooSlow {
+                steps: budget.steps,
+            }));
+        }
+        budget.steps -= stride as u64;
+        for (c, &b) in reps.iter().enumerate() {
+            let (part, t) = match (i, s) {
+                (u32::MAX, 0) => match owner[b as usize] {
+                    0 => continue,
+                    o => {
+                        let o = usize::from(o - 1);
+                        (o, parts[o].next(parts[o].start(), b))
+                    }
+                },
+                (u32::MAX, _) => continue,
+                _ => (i as usize, parts[i as usize].next(s, b)),
+            };
+            if t == DEAD {
+                continue;
+            }
+            let p = &parts[part];
+            let is_sink = p.is_accept(t) && !p.is_live(t);
+            let slot = if is_sink {
+                &mut sink
+            } else {
+                &mut ids[part][t as usize]
+            };
+            if *slot == DEAD {
+                if (queue.len() + 2) * per_state > budget.size_limit {
+                    return Some(Err(DfaError::TooBig {
+                        limit: budget.size_limit,
+                    }));
+                }
+                *slot = queue.len() as u32 + 1;
+                queue.push(if is_sink {
+                    (u32::MAX, 1)
+                } else {
+                    (part as u32, t)
+                });
+                trans.extend(std::iter::repeat_n(DEAD, stride));
+                accept.push(is_sink || p.is_accept(t));
+            }
+            trans[k * stride + c] = *slot;
+        }
+        k += 1;
     }
     Some(Ok(Explored {
         stride,
@@ -662,5 +805,88 @@ mod literals_around_tests {
         }
         // Prefixes always take the direct construction; suffixes only after dead-end accepts.
         assert!(fast_paths >= 30, "{fast_paths}");
+    }
+
+    /// The derived tables written directly (live bytes, distances) are those of the general
+    /// construction, state for state along every path.
+    #[test]
+    fn derived_tables_equal_the_subset_construction() {
+        let budget = || CombineBudget {
+            size_limit: 1 << 24,
+            steps: 1 << 30,
+        };
+        let d = Dfa::from_regex(r#""(?:[^"\\]|\\.)*""#, 1 << 20).unwrap();
+        let e = Dfa::from_regex(r"[0-9]+(?:\.[0-9]*)?", 1 << 20).unwrap();
+        let cases: [&[Part<'_>]; 5] = [
+            &[Part::Lit(b", "), Part::Lit(b"\"k\": "), Part::Dfa(&d)],
+            &[Part::Lit(b"{"), Part::Dfa(&d), Part::Lit(b": ")],
+            &[Part::Dfa(&d), Part::Lit(b"}")],
+            &[Part::Lit(b"x="), Part::Dfa(&e)],
+            &[Part::Lit(b"["), Part::Dfa(&d), Part::Lit(b"]]")],
+        ];
+        for parts in cases {
+            let fast = literals_around(parts, &mut budget()).unwrap().unwrap();
+            let general = Combiner {
+                parts,
+                mode: Combine::Concat,
+            }
+            .explore(&mut budget())
+            .unwrap();
+            if let Err(e) = crate::dfa::tests::same_language(&fast, &general) {
+                panic!("{e}");
+            }
+        }
+    }
+
+    /// Unions of parts with different first bytes take the direct construction and give the
+    /// subset construction's table exactly.
+    #[test]
+    fn disjoint_unions_equal_the_subset_construction() {
+        let regexes = [
+            r#""(?:[^"\\]|\\.)*""#,
+            r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?",
+            r"a?",
+            r"[xy]+z?",
+            r"",
+        ];
+        let dfas: Vec<Dfa> = regexes
+            .iter()
+            .map(|r| Dfa::from_regex(r, 1 << 20).unwrap())
+            .collect();
+        let literals: [&[u8]; 4] = [b"true", b"false", b"null", b"b"];
+        let budget = || CombineBudget {
+            size_limit: 1 << 24,
+            steps: 1 << 30,
+        };
+        let mut fast_paths = 0;
+        // Every subset of the parts (some share first bytes: then no fast path).
+        let all: Vec<Part<'_>> = dfas
+            .iter()
+            .map(Part::Dfa)
+            .chain(literals.iter().map(|l| Part::Lit(l)))
+            .collect();
+        for mask in 1u32..(1 << all.len()) {
+            let parts: Vec<Part<'_>> = (0..all.len())
+                .filter(|i| mask >> i & 1 == 1)
+                .map(|i| all[i])
+                .collect();
+            let general = Combiner {
+                parts: &parts,
+                mode: Combine::Union,
+            }
+            .explore(&mut budget())
+            .unwrap();
+            if let Some(fast) = disjoint_union(&parts, &mut budget()) {
+                let fast = fast.unwrap();
+                fast_paths += 1;
+                assert_eq!(fast.classes, general.classes, "{mask:b}");
+                assert_eq!(fast.trans, general.trans, "{mask:b}");
+                assert_eq!(fast.accept, general.accept, "{mask:b}");
+                assert_eq!(fast.start, general.start, "{mask:b}");
+                assert_eq!(fast.live_bytes, general.live_bytes, "{mask:b}");
+                assert_eq!(fast.min_to_accept, general.min_to_accept, "{mask:b}");
+            }
+        }
+        assert!(fast_paths >= 100, "{fast_paths}");
     }
 }

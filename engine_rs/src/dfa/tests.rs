@@ -183,7 +183,7 @@ fn simplified_patterns_keep_their_language() {
 
 /// Whether two automata accept the same language, walking pairs of states over every byte: both
 /// dead or both alive, with the same acceptance, live bytes and distance to acceptance.
-fn same_language(a: &Dfa, b: &Dfa) -> Result<(), String> {
+pub(super) fn same_language(a: &Dfa, b: &Dfa) -> Result<(), String> {
     let mut seen = std::collections::HashSet::new();
     let mut stack = vec![(a.start(), b.start())];
     while let Some((x, y)) = stack.pop() {
