@@ -14,7 +14,7 @@
 
 use rustc_hash::FxHashSet;
 
-use super::{explore, part_classes, CombineBudget, Dfa, DfaError, Part};
+use super::{explore_into, part_classes, CombineBudget, Dfa, DfaError, Part};
 
 /// A right-linear grammar, flattened once for the automata of all its entry nonterminals.
 pub struct RightLinear<'a> {
@@ -64,34 +64,35 @@ impl<'a> RightLinear<'a> {
         let mut scratch = Closure::default();
         let mut start = Set::default();
         self.enter(entry, &mut start, &mut scratch);
-        let start = start.finish();
-        let result = explore(
+        start.normalize();
+        let result = explore_into(
             start,
             &self.reps,
-            |set: &Set, b| {
+            |set: &Set, b, next: &mut Set| {
                 let cost = set.items.len() as u64 + 1;
                 let left = steps.get();
                 if left < cost {
                     return Err(DfaError::TooSlow { steps: left });
                 }
                 steps.set(left - cost);
-                let mut next = Set::default();
+                next.items.clear();
+                next.accept = false;
                 scratch.entered.clear();
                 for &(p, i, s) in &set.items {
                     let t = self.prods[p as usize].0[i as usize].next(s, b);
                     if t != super::DEAD {
-                        self.at(p, i, t, &mut next, &mut scratch);
+                        self.at(p, i, t, next, &mut scratch);
                     }
                 }
                 if next.items.is_empty() && !next.accept {
-                    return Ok(None);
+                    return Ok(false);
                 }
-                let next = next.finish();
+                next.normalize();
                 held.set(held.get() + next.items.len());
                 if held.get() * 16 > size_limit {
                     return Err(DfaError::TooBig { limit: size_limit });
                 }
-                Ok(Some(next))
+                Ok(true)
             },
             |set: &Set| set.accept,
             size_limit,
@@ -166,10 +167,10 @@ struct Set {
 }
 
 impl Set {
-    fn finish(mut self) -> Set {
+    /// Sorted and deduplicated: equal sets are equal keys.
+    fn normalize(&mut self) {
         self.items.sort_unstable();
         self.items.dedup();
-        self
     }
 }
 

@@ -15,7 +15,7 @@ use std::cell::Cell;
 use regex_automata::nfa::thompson::{State, NFA};
 use regex_automata::util::primitives::StateID;
 
-use super::{explore, Dfa, DfaError};
+use super::{explore_into, Dfa, DfaError};
 
 /// The automaton of `nfa` matched in full from its anchored start, within `size_limit` bytes
 /// (table and state sets); `None` when the NFA has look-around assertions.
@@ -38,13 +38,14 @@ pub(super) fn determinize(nfa: &NFA, size_limit: usize) -> Option<Result<Dfa, Df
     }
     let mut closure = Closure::new(nfa);
     let mut seeds = vec![nfa.start_anchored()];
-    let start = closure.of(&seeds);
+    let mut start = Vec::new();
+    closure.of(&seeds, &mut start);
     // NFA states held by all sets made (found again or not): bounds the memory of the set index.
     let held = Cell::new(0usize);
-    let table = explore(
+    let table = explore_into(
         start,
         &reps,
-        |set: &Vec<u32>, b| {
+        |set: &Vec<u32>, b, next: &mut Vec<u32>| {
             seeds.clear();
             for &s in set {
                 let next = match nfa.state(StateID::new_unchecked(s as usize)) {
@@ -56,14 +57,14 @@ pub(super) fn determinize(nfa: &NFA, size_limit: usize) -> Option<Result<Dfa, Df
                 seeds.extend(next);
             }
             if seeds.is_empty() {
-                return Ok(None);
+                return Ok(false);
             }
-            let next = closure.of(&seeds);
+            closure.of(&seeds, next);
             held.set(held.get() + next.len());
             if held.get() * 4 > size_limit {
                 return Err(DfaError::TooBig { limit: size_limit });
             }
-            Ok((!next.is_empty()).then_some(next))
+            Ok(!next.is_empty())
         },
         |set| {
             set.iter().any(|&s| {
@@ -97,10 +98,11 @@ impl<'a> Closure<'a> {
         }
     }
 
-    /// The states reachable from `seeds` by ε-moves that read a byte or match, sorted.
-    fn of(&mut self, seeds: &[StateID]) -> Vec<u32> {
+    /// Sets `set` to the states reachable from `seeds` by ε-moves that read a byte or match,
+    /// sorted.
+    fn of(&mut self, seeds: &[StateID], set: &mut Vec<u32>) {
         self.round += 1;
-        let mut set = Vec::new();
+        set.clear();
         self.stack.extend(seeds.iter().rev());
         while let Some(s) = self.stack.pop() {
             if self.stamp[s.as_usize()] == self.round {
@@ -120,6 +122,5 @@ impl<'a> Closure<'a> {
             }
         }
         set.sort_unstable();
-        set
     }
 }

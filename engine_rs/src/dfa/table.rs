@@ -85,6 +85,9 @@ impl Explored {
     }
 }
 
+/// Explores the automaton whose states are the keys reachable from `start` (breadth-first over
+/// the representative bytes `reps`, so state ids follow discovery order), within `size_limit`
+/// bytes of table. `next(key, byte)` is the successor, `None` for the dead state.
 pub(super) fn explore<K, N, A>(
     start: K,
     reps: &[u8],
@@ -97,6 +100,39 @@ where
     N: FnMut(&K, u8) -> Result<Option<K>, DfaError>,
     A: Fn(&K) -> bool,
 {
+    explore_into(
+        start,
+        reps,
+        |k, b, out| {
+            Ok(match next(k, b)? {
+                Some(t) => {
+                    *out = t;
+                    true
+                }
+                None => false,
+            })
+        },
+        accept,
+        size_limit,
+    )
+}
+
+/// [`explore`] for keys that own memory (state sets): `next(key, byte, scratch)` writes the
+/// successor into a reused scratch key and says whether it is live, so a successor found again
+/// (most of them) costs no allocation; only new ones are cloned into the table's index.
+pub(super) fn explore_into<K, N, A>(
+    start: K,
+    reps: &[u8],
+    mut next: N,
+    accept: A,
+    size_limit: usize,
+) -> Result<Explored, DfaError>
+where
+    K: Clone + Eq + std::hash::Hash,
+    N: FnMut(&K, u8, &mut K) -> Result<bool, DfaError>,
+    A: Fn(&K) -> bool,
+{
+    let mut scratch = start.clone();
     let stride = reps.len();
     let mut ids: FxHashMap<K, u32> = FxHashMap::default();
     let mut keys: Vec<K> = Vec::new();
@@ -113,16 +149,18 @@ where
         let key = keys[id as usize - 1].clone();
         acc[id as usize] = accept(&key);
         for (c, &b) in reps.iter().enumerate() {
-            let Some(t) = next(&key, b)? else { continue };
-            let tid = match ids.get(&t) {
+            if !next(&key, b, &mut scratch)? {
+                continue;
+            }
+            let tid = match ids.get(&scratch) {
                 Some(&tid) => tid,
                 None => {
                     let tid = keys.len() as u32 + 1;
                     if (tid as usize + 1) * (stride * 4 + 40) > size_limit {
                         return Err(DfaError::TooBig { limit: size_limit });
                     }
-                    ids.insert(t.clone(), tid);
-                    keys.push(t);
+                    ids.insert(scratch.clone(), tid);
+                    keys.push(scratch.clone());
                     trans.extend(std::iter::repeat_n(DEAD, stride));
                     acc.push(false);
                     queue.push_back(tid);
