@@ -40,11 +40,23 @@ const NO_NODE: u32 = u32::MAX;
 /// The longest spelling of one character: a surrogate pair `\uD83D\uDE00`.
 const MAX_SPELLING: usize = 12;
 
-/// The bytes of a character read so far (a proper prefix of its spelling).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// The bytes of a character read so far (a proper prefix of its spelling). Bytes past `len` are
+/// always zero (only [`Partial::with`] writes them), so equal prefixes are equal values.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 struct Partial {
     len: u8,
     bytes: [u8; MAX_SPELLING],
+}
+
+/// Hashed as one 128-bit word: states are hashed once per transition while the automaton is
+/// explored, and a derived hash of the byte array goes through the slice path byte by byte.
+impl std::hash::Hash for Partial {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut word = [0u8; 16];
+        word[0] = self.len;
+        word[1..=MAX_SPELLING].copy_from_slice(&self.bytes);
+        state.write_u128(u128::from_le_bytes(word));
+    }
 }
 
 impl Partial {
