@@ -21,7 +21,8 @@ A node denotes a set of JSON values. Kinds and arguments:
   (at least one present key in the language has a value in node); ``ev`` is the formula of
   key names evaluated for ``unevaluatedProperties``.
 
-Nodes are interned per :class:`Algebra`, so identity is structural equality and hashing is O(1).
+Nodes are interned per :class:`Algebra`, so identity is structural equality (and the hash of a
+node is its identity's, O(1)).
 """
 
 from __future__ import annotations
@@ -42,19 +43,14 @@ _ATOM_KINDS = frozenset([*TYPE_KINDS, "ref"])
 
 
 class Node:
-    __slots__ = ("_h", "args", "kind", "uid")
+    """An interned node: equal to and hashed as itself only (object's own ``==`` and ``hash``)."""
 
-    def __init__(self, kind: str, args: tuple[Any, ...], uid: int, h: int) -> None:
+    __slots__ = ("args", "kind", "uid")
+
+    def __init__(self, kind: str, args: tuple[Any, ...], uid: int) -> None:
         self.kind = kind
         self.args = args
-        self._h = h  # hash((kind, args)): formulas can be large trees, hashed once
         self.uid = uid
-
-    def __hash__(self) -> int:
-        return self._h
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
 
     def __repr__(self) -> str:
         if self.kind == "ref":
@@ -83,8 +79,8 @@ class Algebra:
         max_alternatives: int = 512,
         max_work: int = MAX_WORK,
     ) -> None:
-        # Interned nodes by hash((kind, args)) (a formula can be a large tree: hashing it once
-        # per lookup, not again for the node); ``_count`` nodes in all.
+        # Interned nodes by hash((kind, args)) (a formula can be a large tree: hashed once per
+        # lookup); ``_count`` nodes in all.
         self._table: dict[int, list[Node]] = {}
         self._count = 0
         self.resolver = resolver
@@ -121,7 +117,7 @@ class Algebra:
             raise LimitExceededError(
                 f"schema too complex: more than {self.max_nodes} IR nodes (max_nodes)"
             )
-        n = Node(kind, args, self._count, h)
+        n = Node(kind, args, self._count)
         self._count += 1
         bucket.append(n)
         return n
