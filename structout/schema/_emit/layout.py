@@ -16,6 +16,10 @@ _JSON_TEXT = json.JSONEncoder(ensure_ascii=False)
 _VERBATIM = re.compile(r"[ -&(-\[\]-~]*")
 
 
+#: Keys a JSON text and a KBNF literal hold as they are: printable ASCII but ``"``, ``'``, ``\``.
+_PLAIN_KEY = re.compile(r"[ !#-&(-\[\]-~]*")
+
+
 def kbnf_literal(text: str) -> str:
     """Quote ``text`` as a KBNF single-quoted literal."""
     if _VERBATIM.fullmatch(text):
@@ -54,46 +58,52 @@ class Layout:
             raise ValueError(f"whitespace must be 'compact' or 'flexible', got {whitespace!r}")
         self.indent = indent or 0
         self.max_ws = max_ws
+        self.depth_dependent = self.mode == "indent"
+        self._literals: dict[str, Sym] = {}  # kbnf_literal of the punctuation texts
 
-    @property
-    def depth_dependent(self) -> bool:
-        return self.mode == "indent"
+    def _lit(self, text: str) -> Sym:
+        got = self._literals.get(text)
+        if got is None:
+            got = self._literals[text] = kbnf_literal(text)
+        return got
 
     def _nl(self, depth: int) -> str:
         return "\n" + " " * (self.indent * depth)
 
     def open(self, bracket: str, depth: int) -> Alt:
         if self.mode == "compact":
-            return [kbnf_literal(bracket)]
+            return [self._lit(bracket)]
         if self.mode == "flexible":
-            return [kbnf_literal(bracket), "ws"]
-        return [kbnf_literal(bracket + self._nl(depth + 1))]
+            return [self._lit(bracket), "ws"]
+        return [self._lit(bracket + self._nl(depth + 1))]
 
     def close(self, bracket: str, depth: int) -> Alt:
         if self.mode == "compact":
-            return [kbnf_literal(bracket)]
+            return [self._lit(bracket)]
         if self.mode == "flexible":
-            return ["ws", kbnf_literal(bracket)]
-        return [kbnf_literal(self._nl(depth) + bracket)]
+            return ["ws", self._lit(bracket)]
+        return [self._lit(self._nl(depth) + bracket)]
 
     def empty(self, pair: str) -> Alt:
         if self.mode == "flexible":
-            return [kbnf_literal(pair[0]), "ws", kbnf_literal(pair[1])]
-        return [kbnf_literal(pair)]
+            return [self._lit(pair[0]), "ws", self._lit(pair[1])]
+        return [self._lit(pair)]
 
     def comma(self, depth: int) -> Alt:
         if self.mode == "compact":
-            return [kbnf_literal(", ")]
+            return [self._lit(", ")]
         if self.mode == "flexible":
-            return ["ws", kbnf_literal(","), "ws"]
-        return [kbnf_literal("," + self._nl(depth + 1))]
+            return ["ws", self._lit(","), "ws"]
+        return [self._lit("," + self._nl(depth + 1))]
 
     def colon(self) -> Alt:
         if self.mode == "flexible":
-            return ["ws", kbnf_literal(":"), "ws"]
-        return [kbnf_literal(": ")]
+            return ["ws", self._lit(":"), "ws"]
+        return [self._lit(": ")]
 
     def key_literal(self, name: str) -> Sym:
+        if _PLAIN_KEY.fullmatch(name):
+            return "'\"" + name + "\"'"  # (the JSON text and the literal hold it as it is)
         return kbnf_literal(_JSON_TEXT.encode(name))
 
     def dumps(self, value: Any) -> str:

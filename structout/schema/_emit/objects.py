@@ -165,8 +165,8 @@ class ObjectRules(StringRules):
         lay = self.layout
         comma = lay.comma(depth)
         colon = lay.colon()
-        # named members (in order), skipping forbidden ones
-        members: list[tuple[str, Sym, bool]] = []
+        # named members (in order, as their key literal), skipping forbidden ones
+        members: list[tuple[Sym, Sym, bool]] = []
         for k in order:
             v = var.named[k]
             sym = self.value(v, depth + 1) if v.kind != "never" else None
@@ -174,7 +174,7 @@ class ObjectRules(StringRules):
                 if k in var.required:
                     return []
                 continue
-            members.append((k, sym, k in var.required))
+            members.append((lay.key_literal(k), sym, k in var.required))
         # tail items: plain regions, and per tail-exists "hit" items
         region_items: list[Alt] = []
         for kf, v in regions:
@@ -242,12 +242,12 @@ class ObjectRules(StringRules):
                 if i == n:
                     alts.append([rule(("tail", c, first, frozenset()))])
                 else:
-                    k, sym, required = members[i]
+                    key_lit, sym, required = members[i]
                     sep = [] if first else comma
                     c2 = c + 1
                     if mx is None or c2 <= mx:
                         nxt = rule(("named", i + 1, clamp(c2), False))
-                        alts.append(sep + [lay.key_literal(k)] + colon + [sym, nxt])
+                        alts.append([*sep, key_lit, *colon, sym, nxt])
                     if not required:
                         alts.append([rule(("named", i + 1, c, first))])
             else:
@@ -278,7 +278,7 @@ class ObjectRules(StringRules):
         return out
 
     def _object_tree(
-        self, members: list[tuple[str, Sym, bool]], region_items: list[Alt], depth: int, base: str
+        self, members: list[tuple[Sym, Sym, bool]], region_items: list[Alt], depth: int, base: str
     ) -> list[Alt]:
         """Objects with many named members and no counting: rules linear in the members, and
         normalized grammars of O(n log n) symbols.
@@ -349,8 +349,8 @@ class ObjectRules(StringRules):
             kind, a, b = todo.pop()
             if kind == "pick":
                 if b - a == 1:
-                    k, sym, _req = members[a]
-                    alts = [[lay.key_literal(k), *colon, sym, after_sym(a + 1)]]
+                    key_lit, sym, _req = members[a]
+                    alts = [[key_lit, *colon, sym, after_sym(a + 1)]]
                 else:
                     m = (a + b) // 2
                     alts = [[pick(a, m)], [pick(m, b)]]

@@ -45,6 +45,11 @@ class RuleSet:
         return name
 
     def add_rule(self, name: str, alts: list[Alt]) -> None:
+        if len(alts) == 1:
+            text, names = render_alt_refs(alts[0])
+            self.rules[name] = [text]
+            self.refs[name] = [names]
+            return
         texts: list[str] = []
         refs: list[list[str]] = []
         seen: set[str] = set()
