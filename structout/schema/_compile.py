@@ -189,7 +189,10 @@ class Compiler:
             vals = s["enum"]
             if not isinstance(vals, list):
                 raise self.bad("enum must be an array", loc, "enum")
-            add("enum", alg.or_(*(self.literal(v) for v in vals)))
+            if vals and all(type(v) is str for v in vals):
+                add("enum", alg.str_literals(list(dict.fromkeys(vals))))
+            else:
+                add("enum", alg.or_(*(self.literal(v) for v in vals)))
         if _active(s, "const", draft):
             add("const", self.literal(s["const"]))
         one_of: list[Node] | None = None

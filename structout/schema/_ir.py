@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Callable
 
 from ..errors import LimitExceededError
@@ -80,9 +81,12 @@ class Algebra:
         max_work: int = MAX_WORK,
     ) -> None:
         # Interned nodes by hash((kind, args)) (a formula can be a large tree: hashed once per
-        # lookup); ``_count`` nodes in all.
-        self._table: dict[int, list[Node]] = {}
-        self._count = 0
+        # lookup); ``_count`` nodes in all. It starts with the constant nodes.
+        table, self._count, constants = _constant_nodes()
+        self._table = dict(table)
+        self.ANY, self.NEVER, self.NULL, self.BOOL, self.NUM, self.STR, self.ARR, self.OBJ = (
+            constants
+        )
         self.resolver = resolver
         self.max_nodes = max_nodes
         self.max_work = max_work
@@ -90,6 +94,15 @@ class Algebra:
         # intersections of many overlapping branches can take long without creating nodes.
         self.work = 0
         self.max_alternatives = max_alternatives
+        self._resolved: dict[Any, Node] = {}
+        self._in_progress: set = set()  # type: ignore[type-arg]
+        self._and_memo: dict[tuple[Node, Node], Node] = {}
+        self._not_memo: dict[Node, Node] = {}
+
+    # --- construction ---
+
+    def _make_constants(self) -> None:
+        """The nodes every algebra starts with (into an empty table)."""
         self.ANY = self.mk("any")
         self.NEVER = self.mk("never")
         self.NULL = self.mk("null")
@@ -98,18 +111,10 @@ class Algebra:
         self.STR = self.mk("str", sl.ALL)
         self.ARR = self.arr()
         self.OBJ = self.obj()
-        self._resolved: dict[Any, Node] = {}
-        self._in_progress: set = set()  # type: ignore[type-arg]
-        self._and_memo: dict[tuple[Node, Node], Node] = {}
-        self._not_memo: dict[Node, Node] = {}
-
-    # --- construction ---
 
     def mk(self, kind: str, *args: Any) -> Node:
         h = hash((kind, args))
-        bucket = self._table.get(h)
-        if bucket is None:
-            bucket = self._table[h] = []
+        bucket = self._table.get(h, ())
         for n in bucket:
             if n.kind == kind and n.args == args:
                 return n
@@ -119,7 +124,7 @@ class Algebra:
             )
         n = Node(kind, args, self._count)
         self._count += 1
-        bucket.append(n)
+        self._table[h] = (*bucket, n)  # (buckets are immutable: tables share the constants')
         return n
 
     def ref(self, key: Any) -> Node:
@@ -341,6 +346,12 @@ class Algebra:
         if not merged:
             return self.NEVER
         return self.mk("union", tuple(merged))
+
+    def str_literals(self, words: Sequence[str]) -> Node:
+        """``or_`` of the literal nodes of distinct strings (one step each), without them: their
+        union merges into this one formula."""
+        self._spend(len(words))
+        return self.str_(sl.f_lit(*words))
 
     def _or_atom(self, a: Node) -> Node:
         """``or_(a)`` of one typed atom or ref: one step of work, and only the merge of the
@@ -680,6 +691,17 @@ class Algebra:
                 out.extend(self.alternatives(a, depth + 1))
             return out
         return [node]
+
+
+@lru_cache(maxsize=1)
+def _constant_nodes() -> tuple[dict[int, tuple[Node, ...]], int, tuple[Node, ...]]:
+    """The interning table of the constant nodes, their number, and the nodes (``ANY`` to
+    ``OBJ``): the same in every algebra, and nodes are immutable, so they are built once."""
+    alg = Algebra.__new__(Algebra)
+    alg._table, alg._count, alg.max_nodes = {}, 0, 8
+    alg._make_constants()
+    nodes = (alg.ANY, alg.NEVER, alg.NULL, alg.BOOL, alg.NUM, alg.STR, alg.ARR, alg.OBJ)
+    return alg._table, alg._count, nodes
 
 
 def _subset_node(a: Node, b: Node) -> bool:
