@@ -385,21 +385,7 @@ def canonical_schema_key(schema_or_type: Any, **options: Any) -> str:
 
     by_alias = options.get("by_alias", True)
     schema, _ = json_schema_of(schema_or_type, by_alias=by_alias)
-    defaults: dict[str, Any] = {
-        "whitespace": "compact",
-        "indent": None,
-        "lenient": False,
-        "by_alias": True,
-        "max_whitespace": DEFAULT_MAX_WHITESPACE,
-        "max_nesting": DEFAULT_MAX_NESTING,
-        "max_schema_depth": DEFAULT_MAX_SCHEMA_DEPTH,
-        "max_subschemas": DEFAULT_MAX_SUBSCHEMAS,
-        "max_pattern_length": DEFAULT_MAX_PATTERN_LENGTH,
-        "max_number_length": None,
-        "max_schema_work": DEFAULT_MAX_SCHEMA_WORK,
-    }
-    opts = dict(defaults)
-    opts.update(options)
+    opts = {**_KEY_DEFAULTS, **options}
     payload = canonical_json(
         {
             "schema": schema,
@@ -409,6 +395,22 @@ def canonical_schema_key(schema_or_type: Any, **options: Any) -> str:
         }
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+#: The options of :func:`canonical_schema_key` that are not given: their defaults.
+_KEY_DEFAULTS: dict[str, Any] = {
+    "whitespace": "compact",
+    "indent": None,
+    "lenient": False,
+    "by_alias": True,
+    "max_whitespace": DEFAULT_MAX_WHITESPACE,
+    "max_nesting": DEFAULT_MAX_NESTING,
+    "max_schema_depth": DEFAULT_MAX_SCHEMA_DEPTH,
+    "max_subschemas": DEFAULT_MAX_SUBSCHEMAS,
+    "max_pattern_length": DEFAULT_MAX_PATTERN_LENGTH,
+    "max_number_length": None,
+    "max_schema_work": DEFAULT_MAX_SCHEMA_WORK,
+}
 
 
 def _json_key(k: Any) -> str:
@@ -426,13 +428,16 @@ def _json_key(k: Any) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr
+)
+
+
 def canonical_json(value: Any) -> str:
     """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
     default=repr)``, also for values deeper than the interpreter's recursion limit."""
     try:
-        return json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr
-        )
+        return _CANONICAL.encode(value)
     except RecursionError:
         return _canonical_json_iterative(value)
 
