@@ -38,8 +38,9 @@ impl Dfa {
 /// The most common concatenation, `'lit' … X 'lit' …` (literals around one tabulated DFA, e.g.
 /// `', "age": ' integer` or `key ': '`), built directly: a chain of states for the prefix, a copy
 /// of `X`'s table, and a chain for the suffix entered from `X`'s accepting states — which must
-/// then have no continuation (a JSON string's closing quote), so that no state is ever a set.
-/// `None` for other shapes (the subset construction handles them).
+/// then not continue with the suffix's first byte (a JSON string's closing quote has no
+/// continuation; an object's member list may continue with `,` but not with `}`), so that no
+/// state is ever a set. `None` for other shapes (the subset construction handles them).
 fn literals_around(
     parts: &[Part<'_>],
     budget: &mut CombineBudget,
@@ -68,8 +69,10 @@ fn literals_around(
         return Some(Ok(Dfa::empty()));
     }
     let n = d.state_count();
-    if !suffix.is_empty() && (1..n as u32).any(|s| d.is_accept(s) && d.can_continue(s)) {
-        return None;
+    if let Some(&first) = suffix.first() {
+        if (1..n as u32).any(|s| d.is_accept(s) && d.live_bytes(s).contains(first)) {
+            return None;
+        }
     }
     let (mut lit_bytes, p, m) = (ByteSet::EMPTY, prefix.len(), suffix.len());
     prefix
@@ -132,8 +135,8 @@ fn literals_around(
     }
     // The derived tables directly, without `Explored::finish`'s reverse search: every state is
     // co-reachable (X's are, X being pruned; the prefix leads into X's start, the suffix to the
-    // end), and every way to acceptance passes the prefix, an accepting state of X (which has no
-    // continuation when there is a suffix), then the suffix.
+    // end), and every way to acceptance passes the prefix, an accepting state of X, then the
+    // suffix.
     let mut live_bytes = vec![ByteSet::EMPTY; states];
     let mut min_to_accept = vec![u32::MAX; states];
     let to_end = |x_rest: u32| x_rest.saturating_add(m as u32);
@@ -817,11 +820,13 @@ mod literals_around_tests {
         };
         let d = Dfa::from_regex(r#""(?:[^"\\]|\\.)*""#, 1 << 20).unwrap();
         let e = Dfa::from_regex(r"[0-9]+(?:\.[0-9]*)?", 1 << 20).unwrap();
-        let cases: [&[Part<'_>]; 5] = [
+        let cases: [&[Part<'_>]; 6] = [
             &[Part::Lit(b", "), Part::Lit(b"\"k\": "), Part::Dfa(&d)],
             &[Part::Lit(b"{"), Part::Dfa(&d), Part::Lit(b": ")],
             &[Part::Dfa(&d), Part::Lit(b"}")],
             &[Part::Lit(b"x="), Part::Dfa(&e)],
+            // Accepting states that go on (digits), but not with the suffix.
+            &[Part::Dfa(&e), Part::Lit(b"}")],
             &[Part::Lit(b"["), Part::Dfa(&d), Part::Lit(b"]]")],
         ];
         for parts in cases {

@@ -12,14 +12,18 @@
 //! production without tail accepts. Bounded like every combination of automata: the table by
 //! `size_limit`, the work by the budget's steps, and the sets themselves by `size_limit` too.
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{explore_into, part_classes, CombineBudget, Dfa, DfaError, Part};
+use super::{explore_into, part_classes, CombineBudget, Dfa, DfaError, Part, StateIndex};
 
 /// A right-linear grammar, flattened once for the automata of all its entry nonterminals.
 pub struct RightLinear<'a> {
     /// Productions of all nonterminals, in order: terminals and an optional tail nonterminal.
     prods: Vec<(Vec<Part<'a>>, Option<u32>)>,
+    /// `slots[p][i]`: where the states of terminal `i` of production `p` begin in the index of
+    /// single-item sets (see [`SetIndex`]); `slot_count` slots in all.
+    slots: Vec<Vec<u32>>,
+    slot_count: usize,
     /// `prods[first_prod[nt]..first_prod[nt + 1]]` are the productions of nonterminal `nt`.
     first_prod: Vec<u32>,
     /// Byte classes that every terminal treats alike, one representative byte each.
@@ -46,8 +50,28 @@ impl<'a> RightLinear<'a> {
             .flat_map(|(parts, _)| parts.iter().copied())
             .collect();
         let (classes, reps) = part_classes(&all);
+        let mut slot_count = 0usize;
+        let slots = prods
+            .iter()
+            .map(|(parts, _)| {
+                parts
+                    .iter()
+                    .map(|p| {
+                        let first = slot_count as u32;
+                        slot_count += match p {
+                            Part::Dfa(d) => d.state_count(),
+                            // Literal states: `k + 1` after `k` bytes (see `Part`).
+                            Part::Lit(l) => l.len() + 2,
+                        };
+                        first
+                    })
+                    .collect()
+            })
+            .collect();
         RightLinear {
             prods,
+            slots,
+            slot_count,
             first_prod,
             classes,
             reps,
@@ -96,6 +120,11 @@ impl<'a> RightLinear<'a> {
             },
             |set: &Set| set.accept,
             size_limit,
+            &mut SetIndex {
+                grammar: self,
+                single: Vec::new(),
+                sets: FxHashMap::default(),
+            },
         );
         budget.steps = steps.get();
         let explored = result?;
@@ -154,6 +183,50 @@ impl<'a> RightLinear<'a> {
                         },
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Ids of the sets explored: a set of one item that does not accept (inside one terminal of one
+/// production: most states, e.g. all of a string value's in an object's member list) by a flat
+/// array indexed by the item, other sets by hashing.
+struct SetIndex<'g, 'a> {
+    grammar: &'g RightLinear<'a>,
+    /// Per item slot (see [`RightLinear::slots`]): the id of its single-item set, or 0.
+    single: Vec<u32>,
+    sets: FxHashMap<Set, u32>,
+}
+
+impl SetIndex<'_, '_> {
+    /// The slot of a single-item, non-accepting set.
+    fn slot(&self, set: &Set) -> Option<usize> {
+        match set.items.as_slice() {
+            &[(p, i, s)] if !set.accept => {
+                Some(self.grammar.slots[p as usize][i as usize] as usize + s as usize)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl StateIndex<Set> for SetIndex<'_, '_> {
+    fn get(&self, set: &Set) -> Option<u32> {
+        match self.slot(set) {
+            Some(k) => self.single.get(k).copied().filter(|&id| id != 0),
+            None => self.sets.get(set).copied(),
+        }
+    }
+    fn insert(&mut self, set: &Set, id: u32) {
+        match self.slot(set) {
+            Some(k) => {
+                if self.single.is_empty() {
+                    self.single = vec![0; self.grammar.slot_count];
+                }
+                self.single[k] = id;
+            }
+            None => {
+                self.sets.insert(set.clone(), id);
             }
         }
     }

@@ -14,6 +14,7 @@ use std::cell::Cell;
 
 use regex_automata::nfa::thompson::{State, NFA};
 use regex_automata::util::primitives::StateID;
+use rustc_hash::FxHashMap;
 
 use super::{explore_into, Dfa, DfaError};
 
@@ -75,6 +76,7 @@ pub(super) fn determinize(nfa: &NFA, size_limit: usize) -> Option<Result<Dfa, Df
             })
         },
         size_limit,
+        &mut FxHashMap::default(),
     );
     Some(table.map(|t| t.finish(classes)))
 }

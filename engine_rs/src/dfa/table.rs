@@ -114,61 +114,77 @@ where
         },
         accept,
         size_limit,
+        &mut FxHashMap::default(),
     )
+}
+
+/// The ids of the states found so far, by key.
+pub(super) trait StateIndex<K> {
+    fn get(&self, key: &K) -> Option<u32>;
+    fn insert(&mut self, key: &K, id: u32);
+}
+
+impl<K: Clone + Eq + std::hash::Hash> StateIndex<K> for FxHashMap<K, u32> {
+    fn get(&self, key: &K) -> Option<u32> {
+        FxHashMap::get(self, key).copied()
+    }
+    fn insert(&mut self, key: &K, id: u32) {
+        FxHashMap::insert(self, key.clone(), id);
+    }
 }
 
 /// [`explore`] for keys that own memory (state sets): `next(key, byte, scratch)` writes the
 /// successor into a reused scratch key and says whether it is live, so a successor found again
-/// (most of them) costs no allocation; only new ones are cloned into the table's index.
-pub(super) fn explore_into<K, N, A>(
+/// (most of them) costs no allocation; `index` finds the ids of keys seen before (a hash map, or
+/// something cheaper for the keys a construction knows to be common).
+pub(super) fn explore_into<K, N, A, I>(
     start: K,
     reps: &[u8],
     mut next: N,
     accept: A,
     size_limit: usize,
+    index: &mut I,
 ) -> Result<Explored, DfaError>
 where
-    K: Clone + Eq + std::hash::Hash,
+    K: Clone,
     N: FnMut(&K, u8, &mut K) -> Result<bool, DfaError>,
     A: Fn(&K) -> bool,
+    I: StateIndex<K>,
 {
     let mut scratch = start.clone();
     let stride = reps.len();
-    let mut ids: FxHashMap<K, u32> = FxHashMap::default();
+    // `keys[id - 1]` is state `id`'s key; ids are handed out in discovery order, so walking
+    // them in order is the breadth-first walk. Row 0 is the dead state.
     let mut keys: Vec<K> = Vec::new();
-    let mut queue = VecDeque::new();
-    // Row 0 is the dead state.
-    let mut trans = vec![DEAD; stride];
-    let mut acc = vec![false];
-    ids.insert(start.clone(), 1);
+    let mut trans = vec![DEAD; 2 * stride];
+    let mut acc = vec![false, false];
+    index.insert(&start, 1);
     keys.push(start);
-    trans.extend(std::iter::repeat_n(DEAD, stride));
-    acc.push(false);
-    queue.push_back(1u32);
-    while let Some(id) = queue.pop_front() {
-        let key = keys[id as usize - 1].clone();
-        acc[id as usize] = accept(&key);
+    let mut id = 1;
+    while id <= keys.len() {
+        let key = keys[id - 1].clone();
+        acc[id] = accept(&key);
         for (c, &b) in reps.iter().enumerate() {
             if !next(&key, b, &mut scratch)? {
                 continue;
             }
-            let tid = match ids.get(&scratch) {
-                Some(&tid) => tid,
+            let tid = match index.get(&scratch) {
+                Some(tid) => tid,
                 None => {
                     let tid = keys.len() as u32 + 1;
                     if (tid as usize + 1) * (stride * 4 + 40) > size_limit {
                         return Err(DfaError::TooBig { limit: size_limit });
                     }
-                    ids.insert(scratch.clone(), tid);
+                    index.insert(&scratch, tid);
                     keys.push(scratch.clone());
                     trans.extend(std::iter::repeat_n(DEAD, stride));
                     acc.push(false);
-                    queue.push_back(tid);
                     tid
                 }
             };
-            trans[id as usize * stride + c] = tid;
+            trans[id * stride + c] = tid;
         }
+        id += 1;
     }
     Ok(Explored {
         stride,
