@@ -219,8 +219,6 @@ _LIST_ITEMS_ORDER = {
 _CHILD_ORDER = {**_LIST_ITEMS_ORDER, "items": len(_MAP_KWS) + _SCHEMA_KWS.index("items")}
 _CHILD_KWS = frozenset(_CHILD_ORDER)
 
-#: Keywords ``Registry._enter`` reads: a subschema with none of them keeps its parent's base.
-_IDENTIFIES = frozenset(["$schema", "$id", "id"])
 #: Keywords ``Registry._index_one`` reads: a subschema with none of them declares nothing.
 _DECLARES = frozenset(["$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"])
 
@@ -363,7 +361,7 @@ class Registry:
     def _enter(
         self, node: Any, base: str, draft: int, ptr: str, resource_ptr: str
     ) -> tuple[str, int, str]:
-        if isinstance(node, dict) and not _IDENTIFIES.isdisjoint(node):
+        if isinstance(node, dict) and ("$schema" in node or "$id" in node or "id" in node):
             d = _draft_of(node.get("$schema"))
             if d is not None:
                 draft = d

@@ -118,8 +118,47 @@ class RuleSet:
             self.refs = {k: v for k, v in refs.items() if k in reach}
 
     def _productive(self) -> set[str]:
-        """The rules that derive some text: a worklist over the alternatives still waiting for
-        rules, each counting its distinct rule names not yet known productive."""
+        """The rules that derive some text: those with an alternative that uses only such
+        rules."""
+        try:
+            return self._productive_depth_first()
+        except _NotDecided:
+            return self._productive_worklist()
+
+    def _productive_depth_first(self) -> set[str]:
+        """One depth-first pass deciding each rule after the rules it uses (stopping at its
+        first productive alternative); raises _NotDecided on a rule that uses itself (through
+        others) or on rules nested deeper than :data:`MAX_DEPTH_FIRST`."""
+        rules, refs = self.rules, self.refs
+        known: dict[str, bool | None] = {}  # None: being decided
+
+        def decide(name: str, depth: int) -> bool:
+            if depth > MAX_DEPTH_FIRST:
+                raise _NotDecided
+            known[name] = None
+            ok = False
+            for deps in refs[name]:
+                for d in deps:
+                    if d in rules:
+                        k = known[d] if d in known else decide(d, depth + 1)
+                        if k is None:
+                            raise _NotDecided
+                        if not k:
+                            break
+                else:
+                    ok = True
+                    break
+            known[name] = ok
+            return ok
+
+        for name in rules:
+            if name not in known:
+                decide(name, 0)
+        return {name for name, ok in known.items() if ok}
+
+    def _productive_worklist(self) -> set[str]:
+        """A worklist over the alternatives still waiting for rules, each counting its distinct
+        rule names not yet known productive."""
         rules = self.rules
         productive: set[str] = set()
         queue: list[str] = []
@@ -147,6 +186,14 @@ class RuleSet:
                     productive.add(w[0])
                     queue.append(w[0])
         return productive
+
+
+#: Deepest rule nesting :meth:`RuleSet._productive_depth_first` follows (recursively).
+MAX_DEPTH_FIRST = 1000
+
+
+class _NotDecided(Exception):
+    """The depth-first pass cannot decide which rules are productive."""
 
 
 #: Hints that are already rule names (most are: property and definition names).
