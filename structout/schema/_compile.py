@@ -113,7 +113,10 @@ class Compiler:
     # --- schemas ---
 
     def compile(self, loc: Location, ann: bool = False, scope: Scope | None = None) -> Node:
-        scope = self._enter_scope(self._scope() if scope is None else scope, loc)
+        if scope is None:
+            scope = self._scope()
+        if self.reg.resource_dyn:  # (no dynamic anchor: every scope is empty)
+            scope = self._enter_scope(scope, loc)
         key = (loc.key, ann, scope)
         got = self.cache.get(key)
         if got is not None:
@@ -136,6 +139,10 @@ class Compiler:
         return node
 
     def sub(self, loc: Location, *path: Any, ann: bool = False) -> Node:
+        return self.compile(self.walk(loc, *path), ann)
+
+    def walk(self, loc: Location, *path: Any) -> Location:
+        """The location ``path`` leads to from ``loc``."""
         ptr = loc.pointer
         node = loc.value
         base, draft, rptr = loc.base, loc.draft, loc.resource_ptr
@@ -143,7 +150,7 @@ class Compiler:
             node = node[p]
             ptr = f"{ptr}/{json_pointer_escape(str(p))}"
             base, draft, rptr = self.reg._enter(node, base, draft, ptr, rptr)
-        return self.compile(Location(node, loc.doc_uri, ptr, base, draft, rptr), ann)
+        return Location(node, loc.doc_uri, ptr, base, draft, rptr)
 
     def _compile(self, loc: Location, ann: bool) -> Node:
         s = loc.value
@@ -757,8 +764,9 @@ class Compiler:
             f = self.pattern(p, loc, "patternProperties")
             patterns.append((f, self.sub(loc, "patternProperties", p)))
             ev.append(f)
+        at = self.walk(loc, "properties") if pp else loc
         for name in pp:
-            v = self.sub(loc, "properties", name)
+            v = self.sub(at, name)
             for f, pn in patterns:
                 if sl.matches(f, name):
                     v = alg.and_(v, pn)
