@@ -48,7 +48,7 @@ pub(crate) use count::CountForm;
 pub use regular::RightLinear;
 
 use combine::part_classes;
-use table::{explore, explore_into, product_classes, Explored, StateIndex};
+use table::{explore, explore_indexed, explore_into, product_classes, Explored, StateIndex};
 
 /// The dead state: no continuation is possible.
 pub const DEAD: u32 = 0;

@@ -91,7 +91,7 @@ impl Explored {
 pub(super) fn explore<K, N, A>(
     start: K,
     reps: &[u8],
-    mut next: N,
+    next: N,
     accept: A,
     size_limit: usize,
 ) -> Result<Explored, DfaError>
@@ -99,6 +99,31 @@ where
     K: Clone + Eq + std::hash::Hash,
     N: FnMut(&K, u8) -> Result<Option<K>, DfaError>,
     A: Fn(&K) -> bool,
+{
+    explore_indexed(
+        start,
+        reps,
+        next,
+        accept,
+        size_limit,
+        &mut FxHashMap::default(),
+    )
+}
+
+/// [`explore`] with the state ids kept by `index` (see [`explore_into`]).
+pub(super) fn explore_indexed<K, N, A, I>(
+    start: K,
+    reps: &[u8],
+    mut next: N,
+    accept: A,
+    size_limit: usize,
+    index: &mut I,
+) -> Result<Explored, DfaError>
+where
+    K: Clone,
+    N: FnMut(&K, u8) -> Result<Option<K>, DfaError>,
+    A: Fn(&K) -> bool,
+    I: StateIndex<K>,
 {
     explore_into(
         start,
@@ -114,7 +139,7 @@ where
         },
         accept,
         size_limit,
-        &mut FxHashMap::default(),
+        index,
     )
 }
 

@@ -17,7 +17,9 @@
 
 use std::sync::OnceLock;
 
-use super::{explore, product_classes, Dfa, DfaError, DEAD};
+use rustc_hash::FxHashMap;
+
+use super::{explore_indexed, product_classes, Dfa, DfaError, StateIndex, DEAD};
 
 /// The rest of a JSON string after its opening quote: characters in every spelling JSON allows
 /// (raw, short escapes, `\uXXXX` in either case, surrogate pairs; lone surrogates refused), then
@@ -82,6 +84,43 @@ enum State {
     Trie { node: u32, partial: Partial },
     /// Off the trie: a state of the [`BODY`] automaton.
     Free(u32),
+}
+
+/// Ids of the explored states: trie nodes between characters and body states (nearly all of
+/// them) by a flat array, trie nodes first, states inside a character by hashing.
+struct WordIndex {
+    trie_nodes: usize,
+    dense: Vec<u32>,
+    other: FxHashMap<State, u32>,
+}
+
+impl WordIndex {
+    fn dense_key(&self, s: &State) -> Option<usize> {
+        match *s {
+            State::Trie { node, partial } if partial.len == 0 && node != NO_NODE => {
+                Some(node as usize)
+            }
+            State::Free(g) => Some(self.trie_nodes + g as usize),
+            _ => None,
+        }
+    }
+}
+
+impl StateIndex<State> for WordIndex {
+    fn get(&self, s: &State) -> Option<u32> {
+        match self.dense_key(s) {
+            Some(k) => Some(self.dense[k]).filter(|&id| id != 0),
+            None => self.other.get(s).copied(),
+        }
+    }
+    fn insert(&mut self, s: &State, id: u32) {
+        match self.dense_key(s) {
+            Some(k) => self.dense[k] = id,
+            None => {
+                self.other.insert(*s, id);
+            }
+        }
+    }
 }
 
 /// The words' trie over code points: children sorted by code point.
@@ -290,68 +329,75 @@ impl Dfa {
                 Some(body.next(s, b)).filter(|&t| t != DEAD)
             })
         };
-        let table = explore(
-            State::Open,
-            &reps,
-            |s, b| {
-                Ok(match *s {
-                    State::Open => (b == b'"').then_some(State::Trie {
-                        node: 0,
-                        partial: Partial::default(),
-                    }),
-                    State::Free(g) => Some(body.next(g, b))
-                        .filter(|&t| t != DEAD)
-                        .map(State::Free),
-                    State::Trie { node, partial } => {
-                        if partial.len == 0 && b == b'"' {
-                            // The closing quote: the value is this node's path.
-                            let is_word = node != NO_NODE && trie.word_end[node as usize];
-                            return Ok((!is_word).then(|| State::Free(body.next(body.start(), b))));
-                        }
-                        let Some(partial) = partial.with(b) else {
-                            return Ok(None);
-                        };
-                        let bytes = partial.as_slice();
-                        let Some(g) = run_body(bytes) else {
-                            return Ok(None);
-                        };
-                        match decode(bytes) {
-                            Decoded::Char { cp, escaped } => {
-                                if escaped && p.contains(cp) {
-                                    None
-                                } else {
-                                    match trie.child(node, cp) {
-                                        Some(child) => Some(State::Trie {
-                                            node: child,
-                                            partial: Partial::default(),
-                                        }),
-                                        None => Some(State::Free(g)),
-                                    }
+        let mut index = WordIndex {
+            trie_nodes: trie.word_end.len(),
+            dense: vec![0; trie.word_end.len() + body.state_count()],
+            other: FxHashMap::default(),
+        };
+        let step = |s: &State, b: u8| -> Result<Option<State>, DfaError> {
+            Ok(match *s {
+                State::Open => (b == b'"').then_some(State::Trie {
+                    node: 0,
+                    partial: Partial::default(),
+                }),
+                State::Free(g) => Some(body.next(g, b))
+                    .filter(|&t| t != DEAD)
+                    .map(State::Free),
+                State::Trie { node, partial } => {
+                    if partial.len == 0 && b == b'"' {
+                        // The closing quote: the value is this node's path.
+                        let is_word = node != NO_NODE && trie.word_end[node as usize];
+                        return Ok((!is_word).then(|| State::Free(body.next(body.start(), b))));
+                    }
+                    let Some(partial) = partial.with(b) else {
+                        return Ok(None);
+                    };
+                    let bytes = partial.as_slice();
+                    let Some(g) = run_body(bytes) else {
+                        return Ok(None);
+                    };
+                    match decode(bytes) {
+                        Decoded::Char { cp, escaped } => {
+                            if escaped && p.contains(cp) {
+                                None
+                            } else {
+                                match trie.child(node, cp) {
+                                    Some(child) => Some(State::Trie {
+                                        node: child,
+                                        partial: Partial::default(),
+                                    }),
+                                    None => Some(State::Free(g)),
                                 }
                             }
-                            Decoded::Pending(ranges) => {
-                                let keeps_node = ranges
-                                    .iter()
-                                    .any(|&(lo, hi)| trie.child_outside_p_in(node, lo, hi, &p));
-                                if keeps_node {
-                                    Some(State::Trie { node, partial })
-                                } else if bytes[0] == b'\\'
-                                    && ranges.iter().any(|&(lo, hi)| lo <= hi && p.meets(lo, hi))
-                                {
-                                    Some(State::Trie {
-                                        node: NO_NODE,
-                                        partial,
-                                    })
-                                } else {
-                                    Some(State::Free(g))
-                                }
+                        }
+                        Decoded::Pending(ranges) => {
+                            let keeps_node = ranges
+                                .iter()
+                                .any(|&(lo, hi)| trie.child_outside_p_in(node, lo, hi, &p));
+                            if keeps_node {
+                                Some(State::Trie { node, partial })
+                            } else if bytes[0] == b'\\'
+                                && ranges.iter().any(|&(lo, hi)| lo <= hi && p.meets(lo, hi))
+                            {
+                                Some(State::Trie {
+                                    node: NO_NODE,
+                                    partial,
+                                })
+                            } else {
+                                Some(State::Free(g))
                             }
                         }
                     }
-                })
-            },
+                }
+            })
+        };
+        let table = explore_indexed(
+            State::Open,
+            &reps,
+            step,
             |s| matches!(*s, State::Free(g) if body.is_accept(g)),
             size_limit,
+            &mut index,
         )?;
         let (table, classes) = table.merge_equal_classes(classes);
         Ok(table.finish(classes))
