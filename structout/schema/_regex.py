@@ -58,12 +58,20 @@ def cset(s: cs.Charset) -> Node:
     return ("set", s) if s else NONE
 
 
+#: The one-character sets of ASCII, by code point (shared by the literals made of them), and
+#: their characters by node.
+_ASCII_SETS: tuple[Node, ...] = tuple(("set", ((o, o),)) for o in range(128))
+_ASCII_TEXT: dict[Node, str] = {n: chr(o) for o, n in enumerate(_ASCII_SETS)}
+
+
 def lit(text: str) -> Node:
     # What ``cat`` builds from one single-character set per character (none is empty or nested).
     if len(text) == 1:
         return ("set", cs.single(ord(text)))
     if not text:
         return EPS
+    if text.isascii():
+        return ("cat", tuple(map(_ASCII_SETS.__getitem__, text.encode())))
     return ("cat", tuple([("set", ((o, o),)) for o in map(ord, text)]))
 
 
@@ -769,6 +777,8 @@ def finite_strings(node: Node, limit: int = 64) -> list[str] | None:
     if t == "cat":
         # A literal (one single character per item, as ``lit`` builds it): its one string.
         items = node[1]
+        if _ASCII_TEXT.keys() >= set(items):
+            return ["".join(map(_ASCII_TEXT.__getitem__, items))]
         if all(x[0] == "set" and len(x[1]) == 1 and x[1][0][0] == x[1][0][1] for x in items):
             return ["".join([chr(x[1][0][0]) for x in items])]
         acc = [""]

@@ -215,15 +215,18 @@ class ObjectRules(StringRules):
         # (linear in the schema); the budget bounds what counting adds on top.
         budget = MAX_ARRAY_STATES + 2 * (n + 2) * (1 << nex)
 
+        hint = f"{base}_m"
+
         def rule(key: tuple[Any, ...]) -> str:
-            if key not in rules:
+            name = rules.get(key)
+            if name is None:
                 if len(rules) > budget:
                     raise Unsupported(
                         "object constraints need too many grammar states", "minProperties"
                     )
-                rules[key] = self.fresh(f"{base}_m")
+                name = rules[key] = self.fresh(hint)
                 todo.append(key)
-            return rules[key]
+            return name
 
         # states: ("named", i, c, first) before named member i, ("tail", c, first, sat) after
         # them; c counts members (clamped), first: nothing emitted yet, sat: tail-exists met

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .. import _automata as am
 from .. import _regex as rx
 from .. import _strlang as sl
@@ -82,7 +84,7 @@ class StringRules(RegexFormatRules):
         ``json_string_except!`` builds it from the words' trie (linear in their length), where a
         regex complement would be a large expression to render, parse and determinize. Words
         holding a lone surrogate are left out: no JSON string spells them (and KBNF cannot)."""
-        spellable = (w for w in words if not any(0xD800 <= ord(c) <= 0xDFFF for c in w))
+        spellable = (w for w in words if not _SURROGATE.search(w))
         text = "json_string_except!(" + ", ".join(map(kbnf_literal, spellable)) + ")"
         return self.shared_rule([text], hint)
 
@@ -113,6 +115,9 @@ class StringRules(RegexFormatRules):
         except (am.AutomatonTooLarge, sl.NotRegular):
             return None, False
 
+
+#: A lone surrogate code point (no JSON string spells one).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Largest length bound written as a regex repetition (`"c{0,8}"`, a small table that merges with
 #: its neighbours); larger bounds become `json_len!`, which the engine counts instead of unrolling.
