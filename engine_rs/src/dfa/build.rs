@@ -8,6 +8,8 @@ use regex_automata::{
     util::syntax,
     Anchored, Input, MatchKind,
 };
+use std::cell::RefCell;
+
 use regex_syntax::hir::{Hir, HirKind, Repetition};
 use rustc_hash::FxHashMap;
 
@@ -233,14 +235,30 @@ fn build_ra(hir: &Hir, size_limit: usize) -> Result<dense::DFA<Vec<u32>>, DfaErr
 
 /// The Thompson NFA of a parsed pattern, within `size_limit` bytes.
 pub(super) fn build_nfa(hir: &Hir, size_limit: usize) -> Result<thompson::NFA, DfaError> {
-    thompson::Compiler::new()
-        .configure(
-            thompson::Config::new()
-                .utf8(false)
-                .nfa_size_limit(Some(size_limit)),
-        )
-        .build_from_hir(hir)
-        .map_err(|e| build_error(&e, size_limit))
+    thread_local! {
+        /// One Thompson compiler per thread and size limit, reused: a new one allocates and zeroes
+        /// its UTF-8 suffix cache for every pattern, a quarter of building a small automaton.
+        /// (Each build starts by clearing its state, so nothing carries over between patterns.)
+        static COMPILER: RefCell<Option<(usize, thompson::Compiler)>> = const { RefCell::new(None) };
+    }
+    COMPILER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let compiler = match &mut *slot {
+            Some((limit, compiler)) if *limit == size_limit => compiler,
+            other => {
+                let mut compiler = thompson::Compiler::new();
+                compiler.configure(
+                    thompson::Config::new()
+                        .utf8(false)
+                        .nfa_size_limit(Some(size_limit)),
+                );
+                &mut other.insert((size_limit, compiler)).1
+            }
+        };
+        compiler
+            .build_from_hir(hir)
+            .map_err(|e| build_error(&e, size_limit))
+    })
 }
 
 /// `regex-automata`'s dense DFA of an NFA, within `size_limit` bytes.
