@@ -16,7 +16,7 @@ use regex_automata::nfa::thompson::{State, NFA};
 use regex_automata::util::primitives::StateID;
 use rustc_hash::FxHashMap;
 
-use super::{explore_into, Dfa, DfaError};
+use super::{explore_into, Dfa, DfaError, StateIndex};
 
 /// The automaton of `nfa` matched in full from its anchored start, within `size_limit` bytes
 /// (table and state sets); `None` when the NFA has look-around assertions.
@@ -41,12 +41,20 @@ pub(super) fn determinize(nfa: &NFA, size_limit: usize) -> Option<Result<Dfa, Df
     let mut seeds = vec![nfa.start_anchored()];
     let mut start = Vec::new();
     closure.of(&seeds, &mut start);
-    // NFA states held by all sets made (found again or not): bounds the memory of the set index.
+    // NFA states held by the sets of the states found so far (counted as the index stores them):
+    // with the table, what `size_limit` bounds, as for `regex-automata`'s determinizer.
     let held = Cell::new(0usize);
+    let mut index = CountingIndex {
+        ids: FxHashMap::default(),
+        held: &held,
+    };
     let table = explore_into(
         start,
         &reps,
         |set: &Vec<u32>, b, next: &mut Vec<u32>| {
+            if held.get() * 4 > size_limit {
+                return Err(DfaError::TooBig { limit: size_limit });
+            }
             seeds.clear();
             for &s in set {
                 let next = match nfa.state(StateID::new_unchecked(s as usize)) {
@@ -61,10 +69,6 @@ pub(super) fn determinize(nfa: &NFA, size_limit: usize) -> Option<Result<Dfa, Df
                 return Ok(false);
             }
             closure.of(&seeds, next);
-            held.set(held.get() + next.len());
-            if held.get() * 4 > size_limit {
-                return Err(DfaError::TooBig { limit: size_limit });
-            }
             Ok(!next.is_empty())
         },
         |set| {
@@ -76,9 +80,25 @@ pub(super) fn determinize(nfa: &NFA, size_limit: usize) -> Option<Result<Dfa, Df
             })
         },
         size_limit,
-        &mut FxHashMap::default(),
+        &mut index,
     );
     Some(table.map(|t| t.finish(classes)))
+}
+
+/// The state sets' ids, counting the NFA states the stored sets hold.
+struct CountingIndex<'c> {
+    ids: FxHashMap<Vec<u32>, u32>,
+    held: &'c Cell<usize>,
+}
+
+impl StateIndex<Vec<u32>> for CountingIndex<'_> {
+    fn get(&self, set: &Vec<u32>) -> Option<u32> {
+        self.ids.get(set).copied()
+    }
+    fn insert(&mut self, set: &Vec<u32>, id: u32) {
+        self.held.set(self.held.get() + set.len());
+        self.ids.insert(set.clone(), id);
+    }
 }
 
 /// ε-closure with reused scratch space: a stamp per NFA state marks those visited by the current
