@@ -21,6 +21,7 @@ that the emitter writes as grammar rules.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 from . import _regex as rx
@@ -193,42 +194,43 @@ def _uri_template() -> str:
     return rf"(?:{literal}|{expression})*"
 
 
-def _source(name: str) -> str | None:
-    if name == "date":
-        return DATE
-    if name == "time":
-        return TIME
-    if name == "date-time":
-        return DATE_TIME
-    if name == "duration":
-        return DURATION
-    if name == "email":
-        return EMAIL
-    if name == "idn-email":
-        return IDN_EMAIL
-    if name in ("hostname", "idn-hostname"):
-        return HOSTNAME
-    if name == "ipv4":
-        return IPV4
-    if name == "ipv6":
-        return IPV6
-    if name == "uuid":
-        return UUID
-    if name == "json-pointer":
-        return JSON_POINTER
-    if name == "relative-json-pointer":
-        return RELATIVE_JSON_POINTER
-    if name == "uri":
-        return _uri_parts(False)["uri"]
-    if name == "uri-reference":
-        return _uri_parts(False)["ref"]
-    if name == "iri":
-        return _uri_parts(True)["uri"]
-    if name == "iri-reference":
-        return _uri_parts(True)["ref"]
-    if name == "uri-template":
-        return _uri_template()
-    return None
+def _format_sources() -> dict[str, str]:
+    uri, iri = _uri_parts(False), _uri_parts(True)
+    return {
+        "date": DATE,
+        "time": TIME,
+        "date-time": DATE_TIME,
+        "duration": DURATION,
+        "email": EMAIL,
+        "idn-email": IDN_EMAIL,
+        "hostname": HOSTNAME,
+        "idn-hostname": HOSTNAME,
+        "ipv4": IPV4,
+        "ipv6": IPV6,
+        "uuid": UUID,
+        "json-pointer": JSON_POINTER,
+        "relative-json-pointer": RELATIVE_JSON_POINTER,
+        "uri": uri["uri"],
+        "uri-reference": uri["ref"],
+        "iri": iri["uri"],
+        "iri-reference": iri["ref"],
+        "uri-template": _uri_template(),
+    }
+
+
+def _constant_language(src: str) -> Callable[[], sl.Formula]:
+    """The full-match language of ``src``, parsed at first use and kept for the process (a
+    constant: it depends on the fixed source text only)."""
+
+    @lru_cache(maxsize=1)
+    def language() -> sl.Formula:
+        return sl.f_re(rx.search_language(rx.cat(rx.BOL, rx.parse_ecma(src), rx.EOL)))
+
+    return language
+
+
+#: The regular formats' languages by name, each a zero-argument constant.
+_LANGUAGES = {name: _constant_language(src) for name, src in _format_sources().items()}
 
 
 # --- format "regex": a context-free subset ------------------------------------------------------
@@ -380,13 +382,9 @@ def regex_format_ok(s: str) -> bool:
 sl.CFG_LANGUAGES["regex"] = regex_format_ok
 
 
-@lru_cache(maxsize=64)
 def format_formula(name: str) -> sl.Formula | None:
     """The string language of a known format; None for unknown formats."""
     if name == "regex":
         return sl.f_cfg("regex")
-    src = _source(name)
-    if src is None:
-        return None
-    node = rx.parse_ecma(src)
-    return sl.f_re(rx.search_language(rx.cat(rx.BOL, node, rx.EOL)))
+    language = _LANGUAGES.get(name)
+    return None if language is None else language()
