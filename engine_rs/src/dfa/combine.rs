@@ -627,22 +627,48 @@ impl Combiner<'_> {
         if initial.is_empty() {
             return Ok(Dfa::empty());
         }
-        // Interns a set; returns its state id and whether it is new.
+        // Sets of one part state (most of them once the parts' first bytes are read) are found
+        // by a flat array, `single[first[i] + s]` for part `i` in state `s`, not by hashing.
+        let mut first = Vec::with_capacity(self.parts.len());
+        let mut slots = 0usize;
+        for p in self.parts {
+            first.push(slots);
+            slots += match p {
+                Part::Dfa(d) => d.state_count(),
+                Part::Lit(l) => l.len() + 2,
+            };
+        }
+        let mut single: Vec<u32> = Vec::new();
+        let slot = |set: &[u64]| match set {
+            &[e] if e != SINK => Some(first[(e >> 32) as usize] + (e as u32) as usize),
+            _ => None,
+        };
+        // Interns a set; returns its state id.
         let mut intern = |set: &[u64],
                           arena: &mut Vec<u64>,
                           offsets: &mut Vec<usize>,
                           trans: &mut Vec<u32>,
                           acc: &mut Vec<bool>|
          -> Result<u32, DfaError> {
-            let h = hash(set);
-            let mut id = index.get(&h).copied().unwrap_or(0);
-            while id != 0 {
-                let k = id as usize;
-                if &arena[offsets[k - 1]..offsets[k]] == set {
-                    return Ok(id);
+            let one = slot(set);
+            let h = match one {
+                Some(k) => match single.get(k) {
+                    Some(&id) if id != 0 => return Ok(id),
+                    _ => 0,
+                },
+                None => {
+                    let h = hash(set);
+                    let mut id = index.get(&h).copied().unwrap_or(0);
+                    while id != 0 {
+                        let k = id as usize;
+                        if &arena[offsets[k - 1]..offsets[k]] == set {
+                            return Ok(id);
+                        }
+                        id = chain[k - 1];
+                    }
+                    h
                 }
-                id = chain[k - 1];
-            }
+            };
             memory += per_state + set.len() * 8;
             if memory > budget.size_limit {
                 return Err(too_big.clone());
@@ -650,7 +676,16 @@ impl Combiner<'_> {
             let id = offsets.len() as u32;
             arena.extend_from_slice(set);
             offsets.push(arena.len());
-            chain.push(index.insert(h, id).unwrap_or(0));
+            match one {
+                Some(k) => {
+                    if single.is_empty() {
+                        single = vec![0; slots];
+                    }
+                    single[k] = id;
+                    chain.push(0);
+                }
+                None => chain.push(index.insert(h, id).unwrap_or(0)),
+            }
             trans.extend(std::iter::repeat_n(DEAD, stride));
             acc.push(self.is_accept(set));
             Ok(id)
