@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{ByteSet, Dfa, DfaError, Explored, DEAD};
+use super::{classes_and_reps, refine_classes, ByteSet, Dfa, DfaError, Explored, DEAD};
 
 impl Dfa {
     /// The DFA of the concatenation of `parts` (with no parts: the empty language).
@@ -729,43 +729,27 @@ pub(super) fn part_classes(parts: &[Part<'_>]) -> ([u8; 256], Vec<u8>) {
     let mut cls = [0u16; 256];
     let mut lit_bytes = ByteSet::EMPTY;
     let mut seen: rustc_hash::FxHashSet<*const Dfa> = Default::default();
-    let refine = |cls: &mut [u16; 256], part_class: &dyn Fn(u8) -> u16| {
-        let mut map: FxHashMap<(u16, u16), u16> = FxHashMap::default();
-        for b in 0..=255u8 {
-            let n = map.len() as u16;
-            cls[b as usize] = *map.entry((cls[b as usize], part_class(b))).or_insert(n);
-        }
-    };
     for p in parts {
         match p {
             Part::Dfa(d) => {
                 // Parts often repeat one DFA (a run of the same terminal): refine once.
                 if seen.insert(*d as *const Dfa) {
-                    refine(&mut cls, &|b| d.classes[b as usize] as u16);
+                    refine_classes(&mut cls, |b| u32::from(d.classes[b as usize]));
                 }
             }
             Part::Lit(l) => l.iter().for_each(|&b| lit_bytes.insert(b)),
         }
     }
     if !lit_bytes.is_empty() {
-        refine(&mut cls, &|b| {
+        refine_classes(&mut cls, |b| {
             if lit_bytes.contains(b) {
-                b as u16 + 1
+                u32::from(b) + 1
             } else {
                 0
             }
         });
     }
-    let mut classes = [0u8; 256];
-    let mut reps = Vec::new();
-    for b in 0..=255u8 {
-        let c = cls[b as usize];
-        if c as usize == reps.len() {
-            reps.push(b);
-        }
-        classes[b as usize] = c as u8;
-    }
-    (classes, reps)
+    classes_and_reps(&cls)
 }
 
 #[cfg(test)]

@@ -48,7 +48,10 @@ pub(crate) use count::CountForm;
 pub use regular::RightLinear;
 
 use combine::part_classes;
-use table::{explore, explore_indexed, explore_into, product_classes, Explored, StateIndex};
+use table::{
+    classes_and_reps, explore, explore_indexed, explore_into, product_classes, refine_classes,
+    Explored, StateIndex,
+};
 
 /// The dead state: no continuation is possible.
 pub const DEAD: u32 = 0;

@@ -20,16 +20,50 @@ pub(super) struct Explored {
 /// Byte classes of a product automaton: bytes with equal `key` (their classes in each factor)
 /// share a class. Returns the classes and one representative byte per class.
 pub(super) fn product_classes(key: impl Fn(u8) -> (u8, u32)) -> ([u8; 256], Vec<u8>) {
-    let mut key_to_class: FxHashMap<(u8, u32), u8> = FxHashMap::default();
+    let mut cls = [0u16; 256];
+    for b in 0..=255u8 {
+        cls[b as usize] = u16::from(key(b).0);
+    }
+    refine_classes(&mut cls, |b| key(b).1);
+    classes_and_reps(&cls)
+}
+
+/// Refines byte classes in place: two bytes keep sharing a class when they shared one and have
+/// equal `key`; the new classes are numbered in order of their first byte. Each class keeps the
+/// few keys its bytes have shown in a short list (no hashing: this runs for every combination).
+pub(super) fn refine_classes(cls: &mut [u16; 256], key: impl Fn(u8) -> u32) {
+    const NONE: u16 = u16::MAX;
+    // `head[c]`: the last entry made for old class `c`; entries: (key, new class, previous entry).
+    let mut head = [NONE; 256];
+    let mut entries: Vec<(u32, u16, u16)> = Vec::with_capacity(64);
+    for b in 0..=255u8 {
+        let (old, k) = (usize::from(cls[b as usize]), key(b));
+        let mut e = head[old];
+        while e != NONE && entries[e as usize].0 != k {
+            e = entries[e as usize].2;
+        }
+        cls[b as usize] = if e != NONE {
+            entries[e as usize].1
+        } else {
+            let new = entries.len() as u16;
+            entries.push((k, new, head[old]));
+            head[old] = new;
+            new
+        };
+    }
+}
+
+/// Classes numbered in order of their first byte (as [`refine_classes`] leaves them) as the
+/// table's class map and one representative byte per class.
+pub(super) fn classes_and_reps(cls: &[u16; 256]) -> ([u8; 256], Vec<u8>) {
     let mut classes = [0u8; 256];
     let mut reps = Vec::new();
     for b in 0..=255u8 {
-        let next = key_to_class.len() as u8;
-        let c = *key_to_class.entry(key(b)).or_insert_with(|| {
+        let c = cls[b as usize];
+        if usize::from(c) == reps.len() {
             reps.push(b);
-            next
-        });
-        classes[b as usize] = c;
+        }
+        classes[b as usize] = c as u8;
     }
     (classes, reps)
 }

@@ -408,3 +408,37 @@ fn pattern_length_is_bounded_by_the_limit() {
     assert!(matches!(r, Err(DfaError::TooLong { .. })), "{r:?}");
     assert!(r.unwrap_err().to_string().contains("dfa_size_limit"));
 }
+
+/// Class refinement numbers the pairs (old class, key) by their first byte, like a map from
+/// pairs to ids filled in byte order.
+#[test]
+fn refined_classes_match_a_pair_map() {
+    let mut rng = SmallRng::seed_from_u64(5);
+    for round in 0..200 {
+        let old_count = rng.gen_range(1..=40u16);
+        let key_count = rng.gen_range(1..=300u32);
+        let mut cls = [0u16; 256];
+        cls.iter_mut()
+            .for_each(|c| *c = rng.gen_range(0..old_count));
+        // `refine_classes` expects classes numbered by first byte.
+        let (numbered, _) = classes_and_reps(&{
+            let mut seen = std::collections::HashMap::new();
+            let mut c = [0u16; 256];
+            for b in 0..256 {
+                let n = seen.len() as u16;
+                c[b] = *seen.entry(cls[b]).or_insert(n);
+            }
+            c
+        });
+        let mut cls = numbered.map(u16::from);
+        let keys: Vec<u32> = (0..256).map(|_| rng.gen_range(0..key_count)).collect();
+        let mut expect = [0u16; 256];
+        let mut map = std::collections::HashMap::new();
+        for b in 0..256 {
+            let n = map.len() as u16;
+            expect[b] = *map.entry((cls[b], keys[b])).or_insert(n);
+        }
+        refine_classes(&mut cls, |b| keys[b as usize]);
+        assert_eq!(cls, expect, "round {round}");
+    }
+}
