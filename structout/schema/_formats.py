@@ -26,6 +26,7 @@ from functools import lru_cache
 
 from . import _regex as rx
 from . import _strlang as sl
+from . import _textre as tr
 from ._recursion import MAX_RECURSION_DEPTH
 
 FORMAT_NOTES: dict[str, str] = {
@@ -220,11 +221,12 @@ def _format_sources() -> dict[str, str]:
 
 def _constant_language(src: str) -> Callable[[], sl.Formula]:
     """The full-match language of ``src``, parsed at first use and kept for the process (a
-    constant: it depends on the fixed source text only)."""
+    constant: it depends on the fixed source text only), with its JSON string bodies."""
 
     @lru_cache(maxsize=1)
     def language() -> sl.Formula:
-        return sl.f_re(rx.search_language(rx.cat(rx.BOL, rx.parse_ecma(src), rx.EOL)))
+        node = rx.search_language(rx.cat(rx.BOL, rx.parse_ecma(src), rx.EOL))
+        return sl.f_re(tr.strings_once(node))
 
     return language
 

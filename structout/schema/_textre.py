@@ -245,8 +245,16 @@ def _normal(n: rx.Node) -> bool:
 
 
 def json_string_regex(node: rx.Node, compact: bool = False) -> rx.Node:
-    """AST for complete JSON string literals (with quotes) whose decoded value is in ``node``."""
-    return rx.cat(rx.lit('"'), encode_json(node, compact), rx.lit('"'))
+    """AST for complete JSON string literals (with quotes) whose decoded value is in ``node``
+    (for a node registered by :func:`strings_once`, the very AST built and printed then)."""
+    got = _CONSTANT_STRINGS.get((id(node), compact))
+    if got is not None:
+        return got[2]
+    return _quoted(json_body(node, compact))
+
+
+def _quoted(body: rx.Node) -> rx.Node:
+    return rx.cat(rx.lit('"'), body, rx.lit('"'))
 
 
 # --- printing ---------------------------------------------------------------------------------
@@ -399,3 +407,28 @@ def _factor_seqs(seqs: list[tuple[rx.Node, ...]]) -> rx.Node:
     if empty:
         branches.append(rx.EPS)
     return rx.alt(*branches)
+
+
+def json_body(node: rx.Node, compact: bool = False) -> rx.Node:
+    """``encode_json(factor(node), compact)``: the bodies of the JSON string literals of
+    ``node``'s strings, common prefixes factored (for a node registered by
+    :func:`strings_once`, the very body built and printed then)."""
+    got = _CONSTANT_STRINGS.get((id(node), compact))
+    if got is not None:
+        return got[1]
+    return encode_json(factor(node), compact)
+
+
+#: ``(id(node), compact) -> (node, body, literal)`` for the process-wide constant regexes of
+#: :func:`strings_once` (the node is kept, so its id stays its own).
+_CONSTANT_STRINGS: dict[tuple[int, bool], tuple[rx.Node, rx.Node, rx.Node]] = {}
+
+
+def strings_once(node: rx.Node) -> rx.Node:
+    """Registers ``node``, a process-wide constant (e.g. a format's language), so that
+    :func:`json_body` and :func:`json_string_regex` return its JSON string bodies and literals
+    (both key modes) built and printed once, now."""
+    for compact in (False, True):
+        body = print_once(json_body(node, compact))
+        _CONSTANT_STRINGS[(id(node), compact)] = (node, body, print_once(_quoted(body)))
+    return node

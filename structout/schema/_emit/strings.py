@@ -72,7 +72,7 @@ class StringRules(RegexFormatRules):
         cached = TERMINAL_TEXTS.get((real, compact))
         if cached is not None:
             return self.terminal(cached, hint)
-        encoded = tr.json_string_regex(tr.factor(real), compact)
+        encoded = tr.json_string_regex(real, compact)
         if fits(encoded):
             text = tr.to_rust(encoded)
             TERMINAL_TEXTS.put((real, compact), text)
@@ -91,7 +91,7 @@ class StringRules(RegexFormatRules):
     def length_bounded(self, real: sl.LengthBounded, compact: bool, hint: str) -> Sym:
         """A JSON string whose decoded value is in ``real.core`` and has ``lo..hi`` code points:
         the engine's ``json_len!`` counts decoded characters (an escape is one) exactly."""
-        body = tr.to_rust(tr.encode_json(tr.factor(real.core), compact))
+        body = tr.to_rust(tr.json_body(real.core, compact))
         text = f'json_len!(#"{body}", {real.lo}, {real.hi})'
         return self.shared_rule(["'\"'", text, "'\"'"], hint)
 
