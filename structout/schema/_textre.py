@@ -18,6 +18,7 @@ code point gets the generic JSON character (every escape, any hex case).
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import is_
 
 from . import _charset as cs
 from . import _regex as rx
@@ -204,7 +205,7 @@ def encode_json(node: rx.Node, compact: bool = False) -> rx.Node:
                 res = n
         elif t == "cat" or t == "alt":
             kids = [enc(x) for x in n[1]]
-            if all(k is x for k, x in zip(kids, n[1])) and _normal(n):
+            if all(map(is_, kids, n[1])) and _normal(n):
                 res = n
             else:
                 res = rx.cat(*kids) if t == "cat" else rx.alt(*kids)
@@ -351,9 +352,9 @@ def _print(node: rx.Node) -> str:
         elif t == "set":
             res = _set_text(n[1])
         elif t == "cat":
-            res = "".join(f"(?:{pr(x)})" if x[0] == "alt" else pr(x) for x in n[1])
+            res = "".join([f"(?:{pr(x)})" if x[0] == "alt" else pr(x) for x in n[1]])
         elif t == "alt":
-            res = "|".join(pr(x) for x in n[1])
+            res = "|".join(map(pr, n[1]))
         elif t == "rep":
             inner = n[1]
             text = pr(inner)
