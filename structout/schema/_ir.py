@@ -87,6 +87,8 @@ class Algebra:
         self.ANY, self.NEVER, self.NULL, self.BOOL, self.NUM, self.STR, self.ARR, self.OBJ = (
             constants
         )
+        #: The unconstrained atom of each type, in TYPE_KINDS order.
+        self._full_atoms = constants[2:]
         self.resolver = resolver
         self.max_nodes = max_nodes
         self.max_work = max_work
@@ -272,6 +274,9 @@ class Algebra:
     def or_(self, *items: Node) -> Node:
         if len(items) == 1 and items[0].kind in _ATOM_KINDS:
             return self._or_atom(items[0])
+        if items == self._full_atoms:  # (an untyped subschema) what the merge below gives
+            self._spend(len(items))
+            return self.ANY
         alts: list[Node] = []
         seen: set[Node] = set()  # nodes are interned: hashing is O(1), equality is identity
         has_any = False
