@@ -255,11 +255,21 @@ pub(super) fn build_nfa(hir: &Hir, size_limit: usize) -> Result<thompson::NFA, D
                 &mut other.insert((size_limit, compiler)).1
             }
         };
-        compiler
-            .build_from_hir(hir)
-            .map_err(|e| build_error(&e, size_limit))
+        let nfa = compiler.build_from_hir(hir);
+        // A large pattern leaves the compiler's buffers large: let them go rather than keep
+        // them for the thread's life.
+        if nfa
+            .as_ref()
+            .map_or(true, |n| n.memory_usage() > KEEP_COMPILER_BYTES)
+        {
+            *slot = None;
+        }
+        nfa.map_err(|e| build_error(&e, size_limit))
     })
 }
+
+/// The reused Thompson compiler is kept after patterns whose NFA is at most this large.
+const KEEP_COMPILER_BYTES: usize = 256 << 10;
 
 /// `regex-automata`'s dense DFA of an NFA, within `size_limit` bytes.
 pub(super) fn build_dense(

@@ -41,18 +41,19 @@ pub(super) fn determinize(nfa: &NFA, size_limit: usize) -> Option<Result<Dfa, Df
     let mut seeds = vec![nfa.start_anchored()];
     let mut start = Vec::new();
     closure.of(&seeds, &mut start);
-    // NFA states held by the sets of the states found so far (counted as the index stores them):
-    // with the table, what `size_limit` bounds, as for `regex-automata`'s determinizer.
+    // Bytes of the states found so far, their sets (as the index stores them) and their table
+    // rows together: bounded by `size_limit`.
     let held = Cell::new(0usize);
     let mut index = CountingIndex {
         ids: FxHashMap::default(),
         held: &held,
+        row_bytes: reps.len() * 4,
     };
     let table = explore_into(
         start,
         &reps,
         |set: &Vec<u32>, b, next: &mut Vec<u32>| {
-            if held.get() * 4 > size_limit {
+            if held.get() > size_limit {
                 return Err(DfaError::TooBig { limit: size_limit });
             }
             seeds.clear();
@@ -85,10 +86,15 @@ pub(super) fn determinize(nfa: &NFA, size_limit: usize) -> Option<Result<Dfa, Df
     Some(table.map(|t| t.finish(classes)))
 }
 
-/// The state sets' ids, counting the NFA states the stored sets hold.
+/// Bytes a stored set costs beside its ids: the vector and the index entry.
+const SET_OVERHEAD: usize = 48;
+
+/// The state sets' ids, counting the bytes of each stored set (ids, vector, map entry) and of its
+/// state's table row.
 struct CountingIndex<'c> {
     ids: FxHashMap<Vec<u32>, u32>,
     held: &'c Cell<usize>,
+    row_bytes: usize,
 }
 
 impl StateIndex<Vec<u32>> for CountingIndex<'_> {
@@ -96,7 +102,8 @@ impl StateIndex<Vec<u32>> for CountingIndex<'_> {
         self.ids.get(set).copied()
     }
     fn insert(&mut self, set: &Vec<u32>, id: u32) {
-        self.held.set(self.held.get() + set.len());
+        self.held
+            .set(self.held.get() + set.len() * 4 + SET_OVERHEAD + self.row_bytes);
         self.ids.insert(set.clone(), id);
     }
 }

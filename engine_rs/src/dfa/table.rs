@@ -214,14 +214,16 @@ where
     let stride = reps.len();
     // `keys[id - 1]` is state `id`'s key; ids are handed out in discovery order, so walking
     // them in order is the breadth-first walk. Row 0 is the dead state.
-    let mut keys: Vec<K> = Vec::new();
+    // `keys[id - 1]`: the key of state `id` until its row is filled (then the index alone holds
+    // it: the frontier is all this keeps, and a key is moved out, not cloned).
+    let mut keys: Vec<Option<K>> = Vec::new();
     let mut trans = vec![DEAD; 2 * stride];
     let mut acc = vec![false, false];
     index.insert(&start, 1);
-    keys.push(start);
+    keys.push(Some(start));
     let mut id = 1;
     while id <= keys.len() {
-        let key = keys[id - 1].clone();
+        let key = keys[id - 1].take().expect("each row is filled once");
         acc[id] = accept(&key);
         for (c, &b) in reps.iter().enumerate() {
             if !next(&key, b, &mut scratch)? {
@@ -235,7 +237,7 @@ where
                         return Err(DfaError::TooBig { limit: size_limit });
                     }
                     index.insert(&scratch, tid);
-                    keys.push(scratch.clone());
+                    keys.push(Some(scratch.clone()));
                     trans.extend(std::iter::repeat_n(DEAD, stride));
                     acc.push(false);
                     tid
