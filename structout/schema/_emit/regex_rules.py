@@ -113,7 +113,7 @@ class RegexRules(RuleSet):
         return base
 
 
-_METRICS: dict[int, tuple[rx.Node, int, int]] = {}
+_METRICS_CACHE: dict[int, tuple[rx.Node, int, int]] = {}
 
 
 #: What :func:`metrics` returns for a regex over either budget: every caller only compares the
@@ -128,7 +128,7 @@ def metrics(node: rx.Node) -> tuple[int, int]:
 
     Counted repetitions multiply states; the engine's regex parser limits nesting.
     """
-    got = _METRICS.get(id(node))
+    got = _METRICS_CACHE.get(id(node))
     if got is not None and got[0] is node:
         return got[1], got[2]
     t = node[0]
@@ -151,9 +151,9 @@ def metrics(node: rx.Node) -> tuple[int, int]:
         states, depth = 1, 0
     if states > REGEX_STATE_BUDGET or depth > REGEX_NEST_BUDGET:
         states, depth = TOO_BIG
-    if len(_METRICS) > 50_000:
-        _METRICS.clear()
-    _METRICS[id(node)] = (node, states, depth)
+    if len(_METRICS_CACHE) > 50_000:
+        _METRICS_CACHE.clear()
+    _METRICS_CACHE[id(node)] = (node, states, depth)
     return states, depth
 
 
