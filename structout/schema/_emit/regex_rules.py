@@ -115,6 +115,10 @@ class RegexRules(RuleSet):
 
 _METRICS_CACHE: dict[int, tuple[rx.Node, int, int]] = {}
 
+#: Metrics of process-wide constant regexes (:func:`measure_once`), by identity; the node is
+#: kept, so its id stays its own.
+_CONSTANT_METRICS: dict[int, tuple[rx.Node, int, int]] = {}
+
 
 #: What :func:`metrics` returns for a regex over either budget: every caller only compares the
 #: metrics (or their sums) with the budgets, so the exact size of a regex that does not fit is
@@ -128,7 +132,7 @@ def metrics(node: rx.Node) -> tuple[int, int]:
 
     Counted repetitions multiply states; the engine's regex parser limits nesting.
     """
-    got = _METRICS_CACHE.get(id(node))
+    got = _METRICS_CACHE.get(id(node)) or _CONSTANT_METRICS.get(id(node))
     if got is not None and got[0] is node:
         return got[1], got[2]
     t = node[0]
@@ -155,6 +159,13 @@ def metrics(node: rx.Node) -> tuple[int, int]:
         _METRICS_CACHE.clear()
     _METRICS_CACHE[id(node)] = (node, states, depth)
     return states, depth
+
+
+def measure_once(node: rx.Node) -> rx.Node:
+    """Registers ``node``, a process-wide constant regex, so that :func:`metrics` returns its
+    metrics measured once, now."""
+    _CONSTANT_METRICS[id(node)] = (node, *metrics(node))
+    return node
 
 
 def fits(node: rx.Node) -> bool:
