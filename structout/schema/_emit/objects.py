@@ -200,8 +200,88 @@ class ObjectRules(StringRules):
                 hit_items.append((frozenset(j for j in range(nex) if mask >> j & 1), hits))
         counting = mn > 0 or mx is not None
         n = len(members)
-        if not counting and not nex and n > TREE_MIN_MEMBERS:
-            return self._object_tree(members, region_items, depth, base)
+        if not counting and not nex:
+            if n > TREE_MIN_MEMBERS:
+                return self._object_tree(members, region_items, depth, base)
+            start = self._object_chain(members, region_items, comma, colon, base)
+        else:
+            start = self._object_states(
+                members, region_items, hit_items, nex, mn, mx, comma, colon, base
+            )
+        out: list[Alt] = []
+        empty_ok = not any(r for _, _, r in members) and (not counting or mn == 0) and nex == 0
+        if empty_ok:
+            out.append(lay.empty("{}"))
+        out.append(lay.open("{", depth) + [start] + lay.close("}", depth))
+        return out
+
+    def _object_chain(
+        self,
+        members: list[tuple[Sym, Sym, bool]],
+        region_items: list[Alt],
+        comma: Alt,
+        colon: Alt,
+        base: str,
+    ) -> str:
+        """The start state of an object without counting or tail-exists constraints: states
+        ``(i, first)`` before named member ``i`` (``i == n + 1``: the other keys after them),
+        ``first``: nothing emitted yet. States are named and built from a stack in the order of
+        :meth:`_object_states` (at most ``2 * (n + 2)`` of them: within its budget).
+        """
+        n = len(members)
+        item_alt = None
+        if region_items:
+            item_alt = self.fresh(f"{base}_kv")
+            self.add_rule(item_alt, region_items)
+            more = rep(comma + [item_alt], 0, None)
+        rules: dict[tuple[int, bool], str] = {}
+        todo: list[tuple[int, bool]] = []
+        hint = f"{base}_m"
+
+        def rule(key: tuple[int, bool]) -> str:
+            name = rules.get(key)
+            if name is None:
+                name = rules[key] = self.fresh(hint)
+                todo.append(key)
+            return name
+
+        start = rule((0, True))
+        while todo:
+            key = todo.pop()
+            i, first = key
+            alts: list[Alt]
+            if i < n:
+                key_lit, sym, required = members[i]
+                nxt = rule((i + 1, False))
+                alts = [
+                    [key_lit, *colon, sym, nxt] if first else [*comma, key_lit, *colon, sym, nxt]
+                ]
+                if not required:
+                    alts.append([rule((i + 1, first))])
+            elif i == n:
+                alts = [[rule((n + 1, first))]]
+            elif item_alt is not None:
+                alts = [[item_alt, more] if first else [more]]
+            else:
+                alts = [] if first else [["''"]]
+            self.add_rule(rules[key], alts)
+        return start
+
+    def _object_states(
+        self,
+        members: list[tuple[Sym, Sym, bool]],
+        region_items: list[Alt],
+        hit_items: list[tuple[frozenset[int], list[Alt]]],
+        nex: int,
+        mn: int,
+        mx: int | None,
+        comma: Alt,
+        colon: Alt,
+        base: str,
+    ) -> str:
+        """The start state of an object with counting or tail-exists constraints."""
+        counting = mn > 0 or mx is not None
+        n = len(members)
         full = frozenset(range(nex))
         rules: dict[tuple[Any, ...], str] = {}
         todo: list[tuple[Any, ...]] = []
@@ -230,11 +310,6 @@ class ObjectRules(StringRules):
 
         # states: ("named", i, c, first) before named member i, ("tail", c, first, sat) after
         # them; c counts members (clamped), first: nothing emitted yet, sat: tail-exists met
-        simple_tail = bool(region_items) and not counting and not nex
-        item_alt = None
-        if simple_tail:
-            item_alt = self.fresh(f"{base}_kv")
-            self.add_rule(item_alt, region_items)
         start = rule(("named", 0, 0, True))
         while todo:
             key = todo.pop()
@@ -255,30 +330,21 @@ class ObjectRules(StringRules):
                         alts.append([rule(("named", i + 1, c, first))])
             else:
                 _, c, first, sat = key
-                if item_alt is not None:
-                    more = rep(comma + [item_alt], 0, None)
-                    alts.append([item_alt, more] if first else [more])
-                else:
-                    done = (not counting or c >= mn) and sat == full
-                    if done and not first:
-                        alts.append(["''"])
-                    sep = [] if first else comma
-                    c2 = c + 1
-                    if mx is None or c2 <= mx:
-                        for it in region_items:
-                            alts.append(sep + it + [rule(("tail", clamp(c2), False, sat))])
-                        for hit_group, hits in hit_items:
-                            for it in hits:
-                                alts.append(
-                                    sep + it + [rule(("tail", clamp(c2), False, sat | hit_group))]
-                                )
+                done = (not counting or c >= mn) and sat == full
+                if done and not first:
+                    alts.append(["''"])
+                sep = [] if first else comma
+                c2 = c + 1
+                if mx is None or c2 <= mx:
+                    for it in region_items:
+                        alts.append(sep + it + [rule(("tail", clamp(c2), False, sat))])
+                    for hit_group, hits in hit_items:
+                        for it in hits:
+                            alts.append(
+                                sep + it + [rule(("tail", clamp(c2), False, sat | hit_group))]
+                            )
             self.add_rule(name, alts)
-        out: list[Alt] = []
-        empty_ok = not any(r for _, _, r in members) and (not counting or mn == 0) and nex == 0
-        if empty_ok:
-            out.append(lay.empty("{}"))
-        out.append(lay.open("{", depth) + [start] + lay.close("}", depth))
-        return out
+        return start
 
     def _object_tree(
         self, members: list[tuple[Sym, Sym, bool]], region_items: list[Alt], depth: int, base: str
