@@ -337,6 +337,12 @@ def print_once(node: rx.Node) -> rx.Node:
     return node
 
 
+def is_constant(node: rx.Node) -> bool:
+    """Whether ``node`` is registered by :func:`print_once` (a process-wide constant)."""
+    got = _CONSTANT_PARTS.get(id(node))
+    return got is not None and got[0] is node
+
+
 def _print(node: rx.Node) -> str:
     memo = dict(_CONSTANT_PARTS)
 

@@ -115,8 +115,9 @@ class RegexRules(RuleSet):
 
 _METRICS_CACHE: dict[int, tuple[rx.Node, int, int]] = {}
 
-#: Metrics of process-wide constant regexes (:func:`measure_once`), by identity; the node is
-#: kept, so its id stays its own.
+#: Metrics of the process-wide constant regexes (:func:`_textre.print_once`: the generic number,
+#: format strings), by identity, measured at their first use; the node is kept, so its id stays
+#: its own.
 _CONSTANT_METRICS: dict[int, tuple[rx.Node, int, int]] = {}
 
 
@@ -155,17 +156,13 @@ def metrics(node: rx.Node) -> tuple[int, int]:
         states, depth = 1, 0
     if states > REGEX_STATE_BUDGET or depth > REGEX_NEST_BUDGET:
         states, depth = TOO_BIG
+    if tr.is_constant(node):
+        _CONSTANT_METRICS[id(node)] = (node, states, depth)
+        return states, depth
     if len(_METRICS_CACHE) > 50_000:
         _METRICS_CACHE.clear()
     _METRICS_CACHE[id(node)] = (node, states, depth)
     return states, depth
-
-
-def measure_once(node: rx.Node) -> rx.Node:
-    """Registers ``node``, a process-wide constant regex, so that :func:`metrics` returns its
-    metrics measured once, now."""
-    _CONSTANT_METRICS[id(node)] = (node, *metrics(node))
-    return node
 
 
 def fits(node: rx.Node) -> bool:
