@@ -254,6 +254,13 @@ def json_string_regex(node: rx.Node, compact: bool = False) -> rx.Node:
     return _quoted(json_body(node, compact))
 
 
+def constant_literal(node: rx.Node, compact: bool) -> rx.Node | None:
+    """The JSON string literal of a node registered by :func:`strings_once` (what
+    :func:`json_string_regex` returns for it), else None."""
+    got = _CONSTANT_STRINGS.get((id(node), compact))
+    return got[2] if got is not None and got[0] is node else None
+
+
 def _quoted(body: rx.Node) -> rx.Node:
     return rx.cat(rx.lit('"'), body, rx.lit('"'))
 
@@ -318,6 +325,9 @@ def _quant(lo: int, hi: int | None) -> str:
 
 def to_rust(node: rx.Node) -> str:
     """Print an AST as a regex (Rust ``regex`` syntax, also valid for Python ``re``)."""
+    got = _CONSTANT_PARTS.get(id(node))  # (a constant by identity: no hash of a large AST)
+    if got is not None and got[0] is node:
+        return got[1]
     text = _CONSTANT_TEXTS.get(node)
     return text if text is not None else _print(node)
 

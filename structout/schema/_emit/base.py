@@ -26,7 +26,9 @@ class EmitterBase(RegexRules):
     max_number_length: int | None
     on_unsupported: Callable[[str, str, Node | None], None]
     on_subset: Callable[[str, str, Node | None], None] | None
-    realized: dict[tuple[sl.Formula, bool], Any]
+    # (id(formula), key mode) -> (formula, realized): by identity, with no hash of a large
+    # formula (IR nodes are interned, so a formula is looked up as the same object)
+    realized: dict[tuple[int, bool], tuple[sl.Formula, Any]]
     memo: dict[tuple[Node, int], Sym | None]
 
     def value(self, node: Node, depth: int) -> Sym | None:

@@ -35,10 +35,12 @@ class StringRules(RegexFormatRules):
         if excluded is not None:
             return self.string_except(excluded, hint)
         try:
-            key = (f, compact)
-            real = self.realized.get(key)
-            if real is None:
-                real = self.realized[key] = sl.realize(f, key_mode=compact, engine_length=True)
+            got = self.realized.get((id(f), compact))
+            if got is not None and got[0] is f:
+                real = got[1]
+            else:
+                real = sl.realize(f, key_mode=compact, engine_length=True)
+                self.realized[(id(f), compact)] = (f, real)
         except sl.NotRegular as e:
             self.on_unsupported(str(e), "format", node)
             return self.generic_string()
@@ -69,6 +71,10 @@ class StringRules(RegexFormatRules):
             # `c{a,b}` would be unrolled into `b` copies of `c`'s automaton (~150 states per
             # JSON character), then copied again into every terminal it merges with.
             return self.length_bounded(counted, compact, hint)
+        literal = tr.constant_literal(real, compact)
+        if literal is not None and fits(literal):
+            # (a format's language: its literal printed once; no key hashing its large AST)
+            return self.terminal(tr.to_rust(literal), hint)
         cached = TERMINAL_TEXTS.get((real, compact))
         if cached is not None:
             return self.terminal(cached, hint)
