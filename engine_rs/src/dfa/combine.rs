@@ -212,11 +212,7 @@ fn disjoint_union(parts: &[Part<'_>], budget: &mut CombineBudget) -> Option<Resu
     // looked up in per-part arrays (no hashing: this is the whole cost of the construction).
     let (classes, reps) = part_classes(parts);
     let stride = reps.len();
-    let size = |p: &Part<'_>| match p {
-        Part::Dfa(d) => d.state_count(),
-        Part::Lit(l) => l.len() + 2,
-    };
-    let mut ids: Vec<Vec<u32>> = parts.iter().map(|p| vec![DEAD; size(p)]).collect();
+    let mut ids: Vec<Vec<u32>> = parts.iter().map(|p| vec![DEAD; p.state_count()]).collect();
     let mut sink = DEAD;
     // `queue[k - 1]`: the part and part state of state `k` (`u32::MAX` part: start or sink).
     let mut queue: Vec<(u32, u32)> = vec![(u32::MAX, 0)];
@@ -335,6 +331,14 @@ impl Part<'_> {
         match self {
             Part::Dfa(d) => d.can_continue(s),
             Part::Lit(l) => (s as usize - 1) < l.len(),
+        }
+    }
+    /// One more than the largest state id (`DEAD` included): the size of a per-state table.
+    #[inline]
+    pub(super) fn state_count(&self) -> usize {
+        match self {
+            Part::Dfa(d) => d.state_count(),
+            Part::Lit(l) => l.len() + 2,
         }
     }
 }
@@ -633,10 +637,7 @@ impl Combiner<'_> {
         let mut slots = 0usize;
         for p in self.parts {
             first.push(slots);
-            slots += match p {
-                Part::Dfa(d) => d.state_count(),
-                Part::Lit(l) => l.len() + 2,
-            };
+            slots += p.state_count();
         }
         let mut single: Vec<u32> = Vec::new();
         let slot = |set: &[u64]| match set {

@@ -77,6 +77,11 @@ impl ByteSet {
     pub fn contains(&self, b: u8) -> bool {
         self.0[(b >> 6) as usize] & (1u64 << (b & 63)) != 0
     }
+    /// Whether some byte is in both sets.
+    #[inline]
+    pub fn meets(&self, other: &ByteSet) -> bool {
+        (0..4).any(|i| self.0[i] & other.0[i] != 0)
+    }
     /// Adds every byte of `other`.
     #[inline]
     pub fn union_with(&mut self, other: &ByteSet) {

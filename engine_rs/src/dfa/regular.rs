@@ -58,11 +58,7 @@ impl<'a> RightLinear<'a> {
                     .iter()
                     .map(|p| {
                         let first = slot_count as u32;
-                        slot_count += match p {
-                            Part::Dfa(d) => d.state_count(),
-                            // Literal states: `k + 1` after `k` bytes (see `Part`).
-                            Part::Lit(l) => l.len() + 2,
-                        };
+                        slot_count += p.state_count();
                         first
                     })
                     .collect()

@@ -134,8 +134,9 @@ type Visit = (u32, u8, u32, Option<(u32, u8)>);
 /// Explores, breadth first, the (DFA state, UTF-8 state) pairs that texts over the class set
 /// reach, starting from every class. A pair that kills some classes of the set costs either
 /// those classes or the classes that lead into it from the pair it was found from (`%` into a
-/// URI's percent escape kills letters; giving up `%` is cheaper), whichever weighs less, and the exploration starts over — unless it
-/// is at least [`MIN_BOUND`] bytes deep: then the length is bounded below that depth instead
+/// URI's percent escape kills letters; giving up `%` is cheaper), whichever weighs less, and the
+/// exploration starts over — unless it is at least [`MIN_BOUND`] bytes deep: then the length is
+/// bounded below that depth instead
 /// (a `maxLength` counted in the automaton's states). Every pair less deep than the bound has
 /// been checked when this returns. Gives up (nothing) after [`MAX_SEARCH`] pairs in all.
 pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {

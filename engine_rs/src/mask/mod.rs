@@ -512,8 +512,7 @@ impl CompiledGrammar {
     /// Whether state `state` of LNF DFA `d` can read a byte that starts a slice token.
     fn reads_slice_first(&self, d: u32, state: u32) -> bool {
         let live = self.grammar.lnf().dfas[d as usize].live_bytes(state);
-        let reads = live.iter().any(|b| self.index.starts_slice(b));
-        reads
+        live.meets(&self.index.slice_first_bytes())
     }
 
     /// `K` such that every state of the text is alive at counts `n ..= n + K` and none at

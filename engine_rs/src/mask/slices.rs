@@ -13,7 +13,7 @@
 
 use std::sync::OnceLock;
 
-use crate::dfa::{Dfa, DEAD};
+use crate::dfa::{ByteSet, Dfa, DEAD};
 use crate::vocab::{TokenTrie, Vocabulary};
 
 /// Depth value meaning "no prefix of `L` kills this state within the cap".
@@ -177,7 +177,7 @@ impl TokenIndex {
             }
             let live = dfa.live_bytes(t);
             for (c, set) in class_bytes.iter().enumerate() {
-                if (0..4).any(|w| set.0[w] & live.0[w] != 0) {
+                if set.meets(&live) {
                     dead &= !(1 << c);
                 }
             }
@@ -205,6 +205,11 @@ impl TokenIndex {
     /// Whether some slice token starts with `byte`.
     pub fn starts_slice(&self, byte: u8) -> bool {
         self.slice_dfa.next(self.slice_dfa.start(), byte) != DEAD
+    }
+
+    /// The bytes some slice token starts with.
+    pub fn slice_first_bytes(&self) -> ByteSet {
+        self.slice_dfa.live_bytes(self.slice_dfa.start())
     }
 
     /// The most characters a slice token starts.
