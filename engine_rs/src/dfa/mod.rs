@@ -49,8 +49,8 @@ pub use regular::RightLinear;
 
 use combine::part_classes;
 use table::{
-    classes_and_reps, explore, explore_indexed, explore_into, product_classes, refine_classes,
-    Explored, StateIndex,
+    classes_and_reps, explore, explore_into, explore_rows, product_classes, refine_classes,
+    Explored, StateIds, StateIndex,
 };
 
 /// The dead state: no continuation is possible.

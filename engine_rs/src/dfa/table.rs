@@ -145,7 +145,7 @@ where
 }
 
 /// [`explore`] with the state ids kept by `index` (see [`explore_into`]).
-pub(super) fn explore_indexed<K, N, A, I>(
+fn explore_indexed<K, N, A, I>(
     start: K,
     reps: &[u8],
     mut next: N,
@@ -211,40 +211,92 @@ where
     I: StateIndex<K>,
 {
     let mut scratch = start.clone();
-    let stride = reps.len();
-    // `keys[id - 1]` is state `id`'s key; ids are handed out in discovery order, so walking
-    // them in order is the breadth-first walk. Row 0 is the dead state.
-    // `keys[id - 1]`: the key of state `id` until its row is filled (then the index alone holds
-    // it: the frontier is all this keeps, and a key is moved out, not cloned).
-    let mut keys: Vec<Option<K>> = Vec::new();
-    let mut trans = vec![DEAD; 2 * stride];
-    let mut acc = vec![false, false];
-    index.insert(&start, 1);
-    keys.push(Some(start));
-    let mut id = 1;
-    while id <= keys.len() {
-        let key = keys[id - 1].take().expect("each row is filled once");
-        acc[id] = accept(&key);
-        for (c, &b) in reps.iter().enumerate() {
-            if !next(&key, b, &mut scratch)? {
-                continue;
-            }
-            let tid = match index.get(&scratch) {
-                Some(tid) => tid,
-                None => {
-                    let tid = keys.len() as u32 + 1;
-                    if (tid as usize + 1) * (stride * 4 + 40) > size_limit {
-                        return Err(DfaError::TooBig { limit: size_limit });
-                    }
-                    index.insert(&scratch, tid);
-                    keys.push(Some(scratch.clone()));
-                    trans.extend(std::iter::repeat_n(DEAD, stride));
-                    acc.push(false);
-                    tid
+    explore_rows(
+        start,
+        reps,
+        |key, row, ids| {
+            for (c, &b) in reps.iter().enumerate() {
+                if next(key, b, &mut scratch)? {
+                    row[c] = ids.id(&scratch)?;
                 }
-            };
-            trans[id * stride + c] = tid;
+            }
+            Ok(())
+        },
+        accept,
+        size_limit,
+        index,
+    )
+}
+
+/// The states found so far during an exploration: [`StateIds::id`] gives a key's state id,
+/// handing out the next one (and queueing the key) for a key not seen before.
+pub(super) struct StateIds<'a, K, I> {
+    /// `keys[id - 1]`: the key of state `id` until its row is filled (then the index alone holds
+    /// it: the frontier is all this keeps, and a key is moved out, not cloned).
+    keys: Vec<Option<K>>,
+    index: &'a mut I,
+    stride: usize,
+    size_limit: usize,
+}
+
+impl<K: Clone, I: StateIndex<K>> StateIds<'_, K, I> {
+    /// The id of `key`'s state (a new one, within the size limit, if it was not seen before).
+    pub(super) fn id(&mut self, key: &K) -> Result<u32, DfaError> {
+        if let Some(id) = self.index.get(key) {
+            return Ok(id);
         }
+        let id = self.keys.len() as u32 + 1;
+        if (id as usize + 1) * (self.stride * 4 + 40) > self.size_limit {
+            return Err(DfaError::TooBig {
+                limit: self.size_limit,
+            });
+        }
+        self.index.insert(key, id);
+        self.keys.push(Some(key.clone()));
+        Ok(id)
+    }
+}
+
+/// The exploration loop under [`explore_into`]: `row(key, row, ids)` writes the successors of
+/// state `key` (one per class of `reps`, ids from `ids`; the row comes filled with `DEAD`), so
+/// a construction that knows whole rows at once (rows shared by many states) can write them
+/// without stepping byte by byte. State ids follow discovery order; ids are handed out in the
+/// order `row` asks for them, and rows are filled in id order (breadth-first when `row` asks
+/// in class order).
+pub(super) fn explore_rows<K, R, A, I>(
+    start: K,
+    reps: &[u8],
+    mut row: R,
+    accept: A,
+    size_limit: usize,
+    index: &mut I,
+) -> Result<Explored, DfaError>
+where
+    K: Clone,
+    R: FnMut(&K, &mut [u32], &mut StateIds<'_, K, I>) -> Result<(), DfaError>,
+    A: Fn(&K) -> bool,
+    I: StateIndex<K>,
+{
+    let stride = reps.len();
+    let mut ids = StateIds {
+        keys: Vec::with_capacity(16),
+        index,
+        stride,
+        size_limit,
+    };
+    // The start state is 1 whatever the limit (the limit counts the states found from it).
+    ids.index.insert(&start, 1);
+    ids.keys.push(Some(start));
+    // Row 0 is the dead state.
+    let mut trans = vec![DEAD; stride];
+    let mut acc = vec![false];
+    let mut id = 1;
+    while id <= ids.keys.len() {
+        let key = ids.keys[id - 1].take().expect("each row is filled once");
+        acc.push(accept(&key));
+        let at = trans.len();
+        trans.resize(at + stride, DEAD);
+        row(&key, &mut trans[at..], &mut ids)?;
         id += 1;
     }
     Ok(Explored {

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
-use super::{explore_indexed, product_classes, Dfa, DfaError, StateIndex, DEAD};
+use super::{explore_rows, product_classes, Dfa, DfaError, StateIds, StateIndex, DEAD};
 
 /// The rest of a JSON string after its opening quote: characters in every spelling JSON allows
 /// (raw, short escapes, `\uXXXX` in either case, surrogate pairs; lone surrogates refused), then
@@ -123,7 +123,8 @@ impl StateIndex<State> for WordIndex {
     }
 }
 
-/// The words' trie over code points: children sorted by code point.
+/// The words' trie over code points: children sorted by code point. Its last node is a childless
+/// non-word that no path reaches (see [`Dfa::json_string_except`]).
 struct Trie {
     children: Vec<Vec<(u32, u32)>>,
     word_end: Vec<bool>,
@@ -153,6 +154,8 @@ impl Trie {
             }
             trie.word_end[node] = true;
         }
+        trie.children.push(Vec::new());
+        trie.word_end.push(false);
         trie
     }
 
@@ -161,6 +164,15 @@ impl Trie {
         kids.binary_search_by_key(&cp, |&(c, _)| c)
             .ok()
             .map(|i| kids[i].1)
+    }
+
+    /// Whether every child's code point is printable ASCII other than `"` and `\\` (so in `P`):
+    /// such a node's row is the row of a childless node but at its children's bytes (see
+    /// [`Dfa::json_string_except`]).
+    fn has_plain_children(&self, node: u32) -> bool {
+        self.children[node as usize]
+            .iter()
+            .all(|&(c, _)| (0x20..0x7F).contains(&c) && c != 0x22 && c != 0x5C)
     }
 
     /// Whether a child's code point lies in `lo..=hi` and is not in `P`.
@@ -296,112 +308,182 @@ fn decode(p: &[u8]) -> Decoded {
     }
 }
 
+/// The automaton of `json_string_except!()` (every JSON string: the generic string of every
+/// schema that allows other keys or any value), built once per process, with the table size its
+/// construction checks against the size limit.
+fn no_words() -> Result<&'static (Dfa, usize), DfaError> {
+    static NO_WORDS: OnceLock<Result<(Dfa, usize), DfaError>> = OnceLock::new();
+    NO_WORDS
+        .get_or_init(|| except_words(&[], usize::MAX))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
 impl Dfa {
     /// The automaton of `json_string_except!(words…)` (see the module documentation for the
     /// exact language), within `size_limit` bytes.
     pub fn json_string_except(words: &[String], size_limit: usize) -> Result<Dfa, DfaError> {
-        let body = body()?;
-        let trie = Trie::new(words);
-        let mut p = CharSet([false; 128]);
-        for w in words {
-            for ch in w.chars() {
-                if (' '..='~').contains(&ch) && ch != '"' && ch != '\\' {
-                    p.0[ch as usize] = true;
-                }
+        if words.is_empty() {
+            let (dfa, size) = no_words()?;
+            if *size <= size_limit {
+                return Ok(dfa.clone());
             }
         }
-        // Bytes the trie tells apart: those of the words' characters and of escapes.
-        let mut special = [false; 256];
-        for w in words {
-            for b in w.bytes() {
-                special[b as usize] = true;
+        except_words(words, size_limit).map(|(dfa, _)| dfa)
+    }
+}
+
+/// [`Dfa::json_string_except`] built, with the size of the explored table as the size limit
+/// counts it (the limit it needs).
+fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), DfaError> {
+    let body = body()?;
+    let trie = Trie::new(words);
+    let mut p = CharSet([false; 128]);
+    for w in words {
+        for ch in w.chars() {
+            if (' '..='~').contains(&ch) && ch != '"' && ch != '\\' {
+                p.0[ch as usize] = true;
             }
         }
-        for &b in b"\\\"u/bfnrt0123456789abcdefABCDEF" {
+    }
+    // Bytes the trie tells apart: those of the words' characters and of escapes.
+    let mut special = [false; 256];
+    for w in words {
+        for b in w.bytes() {
             special[b as usize] = true;
         }
-        let (classes, reps) = product_classes(|b| {
-            let mine = if special[b as usize] { b as u32 + 1 } else { 0 };
-            (body.byte_class(b), mine)
-        });
-        let run_body = |bytes: &[u8]| {
-            bytes.iter().try_fold(body.start(), |s, &b| {
-                Some(body.next(s, b)).filter(|&t| t != DEAD)
-            })
-        };
-        let mut index = WordIndex {
-            trie_nodes: trie.word_end.len(),
-            dense: vec![0; trie.word_end.len() + body.state_count()],
-            other: FxHashMap::default(),
-        };
-        let step = |s: &State, b: u8| -> Result<Option<State>, DfaError> {
-            Ok(match *s {
-                State::Open => (b == b'"').then_some(State::Trie {
-                    node: 0,
-                    partial: Partial::default(),
-                }),
-                State::Free(g) => Some(body.next(g, b))
-                    .filter(|&t| t != DEAD)
-                    .map(State::Free),
-                State::Trie { node, partial } => {
-                    if partial.len == 0 && b == b'"' {
-                        // The closing quote: the value is this node's path.
-                        let is_word = node != NO_NODE && trie.word_end[node as usize];
-                        return Ok((!is_word).then(|| State::Free(body.next(body.start(), b))));
-                    }
-                    let Some(partial) = partial.with(b) else {
-                        return Ok(None);
-                    };
-                    let bytes = partial.as_slice();
-                    let Some(g) = run_body(bytes) else {
-                        return Ok(None);
-                    };
-                    match decode(bytes) {
-                        Decoded::Char { cp, escaped } => {
-                            if escaped && p.contains(cp) {
-                                None
-                            } else {
-                                match trie.child(node, cp) {
-                                    Some(child) => Some(State::Trie {
-                                        node: child,
-                                        partial: Partial::default(),
-                                    }),
-                                    None => Some(State::Free(g)),
-                                }
+    }
+    for &b in b"\\\"u/bfnrt0123456789abcdefABCDEF" {
+        special[b as usize] = true;
+    }
+    let (classes, reps) = product_classes(|b| {
+        let mine = if special[b as usize] { b as u32 + 1 } else { 0 };
+        (body.byte_class(b), mine)
+    });
+    let run_body = |bytes: &[u8]| {
+        bytes.iter().try_fold(body.start(), |s, &b| {
+            Some(body.next(s, b)).filter(|&t| t != DEAD)
+        })
+    };
+    let mut index = WordIndex {
+        trie_nodes: trie.word_end.len(),
+        dense: vec![0; trie.word_end.len() + body.state_count()],
+        other: FxHashMap::default(),
+    };
+    let step = |s: &State, b: u8| -> Result<Option<State>, DfaError> {
+        Ok(match *s {
+            State::Open => (b == b'"').then_some(State::Trie {
+                node: 0,
+                partial: Partial::default(),
+            }),
+            State::Free(g) => Some(body.next(g, b))
+                .filter(|&t| t != DEAD)
+                .map(State::Free),
+            State::Trie { node, partial } => {
+                if partial.len == 0 && b == b'"' {
+                    // The closing quote: the value is this node's path.
+                    let is_word = node != NO_NODE && trie.word_end[node as usize];
+                    return Ok((!is_word).then(|| State::Free(body.next(body.start(), b))));
+                }
+                let Some(partial) = partial.with(b) else {
+                    return Ok(None);
+                };
+                let bytes = partial.as_slice();
+                let Some(g) = run_body(bytes) else {
+                    return Ok(None);
+                };
+                match decode(bytes) {
+                    Decoded::Char { cp, escaped } => {
+                        if escaped && p.contains(cp) {
+                            None
+                        } else {
+                            match trie.child(node, cp) {
+                                Some(child) => Some(State::Trie {
+                                    node: child,
+                                    partial: Partial::default(),
+                                }),
+                                None => Some(State::Free(g)),
                             }
                         }
-                        Decoded::Pending(ranges) => {
-                            let keeps_node = ranges
-                                .iter()
-                                .any(|&(lo, hi)| trie.child_outside_p_in(node, lo, hi, &p));
-                            if keeps_node {
-                                Some(State::Trie { node, partial })
-                            } else if bytes[0] == b'\\'
-                                && ranges.iter().any(|&(lo, hi)| lo <= hi && p.meets(lo, hi))
-                            {
-                                Some(State::Trie {
-                                    node: NO_NODE,
-                                    partial,
-                                })
-                            } else {
-                                Some(State::Free(g))
-                            }
+                    }
+                    Decoded::Pending(ranges) => {
+                        let keeps_node = ranges
+                            .iter()
+                            .any(|&(lo, hi)| trie.child_outside_p_in(node, lo, hi, &p));
+                        if keeps_node {
+                            Some(State::Trie { node, partial })
+                        } else if bytes[0] == b'\\'
+                            && ranges.iter().any(|&(lo, hi)| lo <= hi && p.meets(lo, hi))
+                        {
+                            Some(State::Trie {
+                                node: NO_NODE,
+                                partial,
+                            })
+                        } else {
+                            Some(State::Free(g))
                         }
                     }
                 }
-            })
-        };
-        let table = explore_indexed(
-            State::Open,
-            &reps,
-            step,
-            |s| matches!(*s, State::Free(g) if body.is_accept(g)),
-            size_limit,
-            &mut index,
-        )?;
-        let (table, classes) = table.merge_equal_classes(classes);
-        Ok(table.finish(classes))
-    }
+            }
+        })
+    };
+    // A node whose children are all plain (see `Trie::has_plain_children`) steps like a
+    // childless node that is no word, except at its children's bytes (each its own class:
+    // they are `special`) and, for a word, at the closing quote: its row is that shared
+    // row with those entries overwritten. The shared row is the row of `leaf`, a childless
+    // node no path leads to, computed with the first such node (so every state it names is
+    // a successor of that node). Other states step byte by byte.
+    let leaf = trie.word_end.len() as u32 - 1;
+    let quote = classes[b'"' as usize] as usize;
+    let mut shared_row: Option<Vec<u32>> = None;
+    let step_row = |key: &State, row: &mut [u32], ids: &mut StateIds<'_, State, WordIndex>| {
+        for (c, &b) in reps.iter().enumerate() {
+            if let Some(t) = step(key, b)? {
+                row[c] = ids.id(&t)?;
+            }
+        }
+        Ok(())
+    };
+    let table = explore_rows(
+        State::Open,
+        &reps,
+        |key, row, ids| match *key {
+            State::Trie { node, partial }
+                if partial.len == 0 && node != NO_NODE && trie.has_plain_children(node) =>
+            {
+                if shared_row.is_none() {
+                    let mut leaf_row = vec![DEAD; reps.len()];
+                    step_row(
+                        &State::Trie {
+                            node: leaf,
+                            partial: Partial::default(),
+                        },
+                        &mut leaf_row,
+                        ids,
+                    )?;
+                    shared_row = Some(leaf_row);
+                }
+                row.copy_from_slice(shared_row.as_deref().expect("computed above"));
+                for &(cp, child) in &trie.children[node as usize] {
+                    row[classes[cp as usize] as usize] = ids.id(&State::Trie {
+                        node: child,
+                        partial: Partial::default(),
+                    })?;
+                }
+                if trie.word_end[node as usize] {
+                    row[quote] = DEAD;
+                }
+                Ok(())
+            }
+            _ => step_row(key, row, ids),
+        },
+        |s| matches!(*s, State::Free(g) if body.is_accept(g)),
+        size_limit,
+        &mut index,
+    )?;
+    let size = table.accept.len() * (table.stride * 4 + 40);
+    let (table, classes) = table.merge_equal_classes(classes);
+    Ok((table.finish(classes), size))
 }
 
 #[cfg(test)]
