@@ -1,6 +1,8 @@
 //! The character-boundary automata of [`Dfa::count_chars`]: a step reads one byte and says how
 //! many characters it completes (0 or 1).
 
+use std::sync::OnceLock;
+
 use super::CharCount;
 
 /// The initial state (for JSON: outside any escape, no high surrogate just before).
@@ -80,7 +82,17 @@ pub struct Table {
 }
 
 impl Table {
-    pub fn new(count: CharCount) -> Table {
+    /// The table of `count`, built once per process (a constant of the engine).
+    pub fn of(count: CharCount) -> &'static Table {
+        static UTF8: OnceLock<Table> = OnceLock::new();
+        static JSON_BODY: OnceLock<Table> = OnceLock::new();
+        match count {
+            CharCount::Utf8 => UTF8.get_or_init(|| Table::new(count)),
+            CharCount::JsonBody => JSON_BODY.get_or_init(|| Table::new(count)),
+        }
+    }
+
+    fn new(count: CharCount) -> Table {
         let states = match count {
             CharCount::Utf8 => 1,
             CharCount::JsonBody => STATES,

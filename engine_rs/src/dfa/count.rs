@@ -56,7 +56,7 @@ impl Dfa {
         max: u32,
         size_limit: usize,
     ) -> Result<Dfa, DfaError> {
-        let table = chars::Table::new(count);
+        let table = chars::Table::of(count);
         // Product classes: bytes equivalent for `e` and in every character-automaton state.
         let (classes, reps) = product_classes(|b| (e.classes[b as usize], table.class(b)));
         let explored = explore(

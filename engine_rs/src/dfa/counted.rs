@@ -170,7 +170,7 @@ pub(super) fn build(
 ) -> Result<Dfa, DfaError> {
     debug_assert!(min <= max && e.start != DEAD && e.counter.is_none());
     let too_big = || DfaError::TooBig { limit: size_limit };
-    let table = chars::Table::new(count);
+    let table = chars::Table::of(count);
     let (classes, reps) = product_classes(|b| (e.classes[b as usize], table.class(b)));
     let stride = reps.len();
 
