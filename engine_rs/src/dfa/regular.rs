@@ -14,7 +14,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::{explore_into, part_classes, CombineBudget, Dfa, DfaError, Part, StateIndex};
+use super::{explore_rows, part_classes, CombineBudget, Dfa, DfaError, Part, StateIndex};
 
 /// A right-linear grammar, flattened once for the automata of all its entry nonterminals.
 pub struct RightLinear<'a> {
@@ -85,34 +85,66 @@ impl<'a> RightLinear<'a> {
         let mut start = Set::default();
         self.enter(entry, &mut start, &mut scratch);
         start.normalize();
-        let result = explore_into(
+        // One set's successor on byte `b`, into `next`; false when dead.
+        let mut step = |set: &Set, b: u8, next: &mut Set| -> Result<bool, DfaError> {
+            next.items.clear();
+            next.accept = false;
+            scratch.entered.clear();
+            for &(p, i, s) in &set.items {
+                let t = self.prods[p as usize].0[i as usize].next(s, b);
+                if t != super::DEAD {
+                    self.at(p, i, t, next, &mut scratch);
+                }
+            }
+            if next.items.is_empty() && !next.accept {
+                return Ok(false);
+            }
+            next.normalize();
+            held.set(held.get() + next.items.len());
+            if held.get() * 16 > size_limit {
+                return Err(DfaError::TooBig { limit: size_limit });
+            }
+            Ok(true)
+        };
+        let mut next = Set::default();
+        let result = explore_rows(
             start,
             &self.reps,
-            |set: &Set, b, next: &mut Set| {
-                let cost = set.items.len() as u64 + 1;
+            |set: &Set, row, ids| {
+                let cost = (set.items.len() as u64 + 1) * self.reps.len() as u64;
                 let left = steps.get();
                 if left < cost {
                     return Err(DfaError::TooSlow { steps: left });
                 }
                 steps.set(left - cost);
-                next.items.clear();
-                next.accept = false;
-                scratch.entered.clear();
-                for &(p, i, s) in &set.items {
-                    let t = self.prods[p as usize].0[i as usize].next(s, b);
-                    if t != super::DEAD {
-                        self.at(p, i, t, next, &mut scratch);
+                for (c, &b) in self.reps.iter().enumerate() {
+                    // Inside one terminal (most sets): the successor is that terminal's next
+                    // state alone, unless it can end there (then the closure decides).
+                    if let (&[(p, i, s)], false) = (set.items.as_slice(), set.accept) {
+                        let part = &self.prods[p as usize].0[i as usize];
+                        let t = part.next(s, b);
+                        if t == super::DEAD {
+                            continue;
+                        }
+                        if !part.is_accept(t) {
+                            if part.is_live(t) {
+                                next.items.clear();
+                                next.items.push((p, i, t));
+                                next.accept = false;
+                                held.set(held.get() + 1);
+                                if held.get() * 16 > size_limit {
+                                    return Err(DfaError::TooBig { limit: size_limit });
+                                }
+                                row[c] = ids.id(&next)?;
+                            }
+                            continue;
+                        }
+                    }
+                    if step(set, b, &mut next)? {
+                        row[c] = ids.id(&next)?;
                     }
                 }
-                if next.items.is_empty() && !next.accept {
-                    return Ok(false);
-                }
-                next.normalize();
-                held.set(held.get() + next.items.len());
-                if held.get() * 16 > size_limit {
-                    return Err(DfaError::TooBig { limit: size_limit });
-                }
-                Ok(true)
+                Ok(())
             },
             |set: &Set| set.accept,
             size_limit,

@@ -2,7 +2,6 @@
 //! co-reachable states with the derived per-state tables (the invariants of [`Dfa`]).
 
 use std::collections::VecDeque;
-use std::hash::Hasher;
 
 use rustc_hash::FxHashMap;
 
@@ -75,14 +74,15 @@ impl Explored {
         let n = self.accept.len();
         let (trans_in, stride_in) = (&self.trans, self.stride);
         let column = |c: usize| (0..n).map(move |s| trans_in[s * stride_in + c]);
-        // Columns are compared in full only when their hashes agree: linear in the table.
-        let hash: Vec<u64> = (0..self.stride)
-            .map(|c| {
-                let mut h = rustc_hash::FxHasher::default();
-                column(c).for_each(|t| h.write_u32(t));
-                h.finish()
-            })
-            .collect();
+        // Columns are compared in full only when their hashes agree: linear in the table. The
+        // hashes are accumulated row by row (the table's order in memory: a large table is read
+        // once, not once per column with a stride).
+        let mut hash = vec![0u64; stride_in];
+        for row in trans_in.chunks_exact(stride_in) {
+            for (h, &t) in hash.iter_mut().zip(row) {
+                *h = (h.rotate_left(5) ^ u64::from(t)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+            }
+        }
         let mut kept: Vec<usize> = Vec::new();
         let mut map = vec![0u8; self.stride];
         for c in 0..self.stride {
