@@ -56,12 +56,16 @@ class RuleSet:
 
     def terminal(self, regex_text: str, hint: str) -> Sym:
         """A named rule holding one regex terminal (shared by identical regexes)."""
-        return self.shared_rule([f'#"{regex_text}"'], hint)
+        return self.shared_rendered(f'#"{regex_text}"', [], hint)  # (a terminal names no rule)
 
     def shared_rule(self, alt: Alt, hint: str) -> Sym:
         """A named rule with this one alternative (terminals, special nonterminals), shared by
         every identical alternative."""
-        text, names = render_alt_refs(alt)
+        return self.shared_rendered(*render_alt_refs(alt), hint)
+
+    def shared_rendered(self, text: str, names: list[str], hint: str) -> Sym:
+        """:meth:`shared_rule` of the alternative ``render_alt_refs`` gives as ``(text, names)``
+        (``names`` is kept, never changed)."""
         name = self.term_memo.get(text)
         if name is None:
             name = self.fresh(hint)
@@ -75,10 +79,9 @@ class RuleSet:
         self._prune()
         if ws_max is not None:
             self.add_rule("ws", [["''"], [f'#"[ \\t\\n\\r]{{1,{ws_max}}}"']])
-        lines = [f"start ::= {' | '.join(self.rules['start'])};"] if self.rules["start"] else []
-        for name, texts in self.rules.items():
-            if texts and name != "start":
-                lines.append(f"{name} ::= {' | '.join(texts)};")
+        rules = self.rules
+        lines = [f"start ::= {' | '.join(rules['start'])};"] if rules["start"] else []
+        lines += [f"{n} ::= {' | '.join(t)};" for n, t in rules.items() if t and n != "start"]
         return "\n".join(lines) + "\n"
 
     def _prune(self) -> None:
