@@ -33,6 +33,7 @@ from ._documents import (
     _did_you_mean,
     _is_depth_error,
     _short_pointer,
+    defrag,
     depth_error,
     json_pointer_escape,
     limit_error,
@@ -69,7 +70,7 @@ class Compiler:
     # --- entry points ---
 
     def compile_root(self, uri: str) -> Node:
-        loc = self.reg.locate(urldefrag(uri)[0], "")
+        loc = self.reg.locate(defrag(uri), "")
         return self.ref_to(loc, False)
 
     def ref_to(self, loc: Location, ann: bool) -> Node:
@@ -657,6 +658,8 @@ class Compiler:
 
     def _string(self, loc: Location) -> Node:
         s = loc.value
+        if _STRING_KWS.isdisjoint(s):
+            return self.alg.STR  # (what no constraint gives: str_(ALL))
         parts: list[sl.Formula] = []
         mn = self._count(loc, "minLength")
         mx = self._count(loc, "maxLength")
@@ -834,6 +837,9 @@ _COMBINING = frozenset(
         *("not", "if", "dependentSchemas", "dependencies"),
     ]
 )
+
+#: The keywords ``Compiler._string`` reads.
+_STRING_KWS = frozenset(["minLength", "maxLength", "pattern", "format"])
 
 #: The IR kind of each JSON Schema type name.
 _KIND_OF_TYPE = {

@@ -127,6 +127,11 @@ def _did_you_mean(name: str, valid: Iterable[str], aliases: Mapping[str, str] = 
     return f"{guess} (valid names: {', '.join(names)})"
 
 
+def defrag(uri: str) -> str:
+    """``urldefrag(uri)[0]``, without parsing a URI that has no fragment (the usual case)."""
+    return uri if type(uri) is str and "#" not in uri else urldefrag(uri)[0]
+
+
 def json_pointer_escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
@@ -247,7 +252,7 @@ class Registry:
         self.max_subschemas = max_subschemas
 
     def add(self, uri: str, doc: Any, default_draft: int = 2020) -> None:
-        uri = urldefrag(uri)[0]
+        uri = defrag(uri)
         if uri in self.docs:
             return
         self.docs[uri] = doc
@@ -287,7 +292,7 @@ class Registry:
                 continue
             order = _LIST_ITEMS_ORDER if isinstance(node.get("items"), list) else _CHILD_ORDER
             children: list[tuple[Any, _At, str, int]] = []
-            for kw in sorted(found, key=order.__getitem__):
+            for kw in sorted(found, key=order.__getitem__) if len(found) > 1 else found:
                 sub = node[kw]
                 if kw in _MAP_KWS:
                     if isinstance(sub, dict):
@@ -367,7 +372,7 @@ class Registry:
                 draft = d
             ident = node.get("$id" if draft >= 6 else "id")
             if isinstance(ident, str):
-                url = urldefrag(ident)[0]
+                url = defrag(ident)
                 if url:
                     base = _join(base, url)
                     resource_ptr = ptr
@@ -428,8 +433,8 @@ def mapping_registry(
     if isinstance(root, dict):
         d = _draft_of(root.get("$schema")) or 2020
         ident = root.get("$id" if d >= 6 else "id")
-        if isinstance(ident, str) and _is_absolute(urldefrag(ident)[0]):
-            base = urldefrag(ident)[0]
+        if isinstance(ident, str) and _is_absolute(defrag(ident)):
+            base = defrag(ident)
     reg.add(base, root)
     for uri, doc in (registry or {}).items():
         reg.add(uri, doc)

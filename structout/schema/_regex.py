@@ -59,9 +59,9 @@ def cset(s: cs.Charset) -> Node:
 
 
 #: The one-character sets of ASCII, by code point (shared by the literals made of them), and
-#: their characters by node.
+#: their characters by the identity of these very nodes (no hash of a node per character).
 _ASCII_SETS: tuple[Node, ...] = tuple(("set", ((o, o),)) for o in range(128))
-_ASCII_TEXT: dict[Node, str] = {n: chr(o) for o, n in enumerate(_ASCII_SETS)}
+_ASCII_TEXT: dict[int, str] = {id(n): chr(o) for o, n in enumerate(_ASCII_SETS)}
 
 
 def lit(text: str) -> Node:
@@ -777,8 +777,9 @@ def finite_strings(node: Node, limit: int = 64) -> list[str] | None:
     if t == "cat":
         # A literal (one single character per item, as ``lit`` builds it): its one string.
         items = node[1]
-        if _ASCII_TEXT.keys() >= set(items):
-            return ["".join(map(_ASCII_TEXT.__getitem__, items))]
+        chars = [_ASCII_TEXT.get(id(x)) for x in items]
+        if None not in chars:  # (other one-character sets: the general test below)
+            return ["".join(chars)]  # type: ignore[arg-type]
         if all(x[0] == "set" and len(x[1]) == 1 and x[1][0][0] == x[1][0][1] for x in items):
             return ["".join([chr(x[1][0][0]) for x in items])]
         acc = [""]

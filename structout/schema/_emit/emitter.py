@@ -13,6 +13,9 @@ from .numbers import NumberRules
 from .objects import ObjectRules
 from .rules import Sym
 
+#: ``Emitter.memo``'s answer for a key not emitted yet (its values include None: no value).
+_UNSEEN = object()
+
 
 class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
     """Emits the rules of one translation; ``emit_start`` then ``render``."""
@@ -63,8 +66,9 @@ class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
         elif depth > self.max_depth:
             return None
         key = (node, depth)
-        if key in self.memo:
-            return self.memo[key]
+        got = self.memo.get(key, _UNSEEN)
+        if got is not _UNSEEN:
+            return got
         k = node.kind
         if k == "never":
             self.memo[key] = None

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from .. import _numbers as nm
-from .rules import Alt, Sym, rep
+from .layout import Layout
+from .rules import Alt, Sym, render_rule, rep
 from .strings import StringRules
+
+#: The rendered json_object/json_member/json_array/json_value rules of the depth-independent
+#: layouts by (layout mode, string rule, number rule), for the usual names of those two rules
+#: (the generic string's, and the names a number rule of the generic number's text gets): a
+#: process-wide constant of at most 6 entries (the rules depend on nothing else), rendered at
+#: first use.
+_USUAL_BLOCKS: dict[tuple[str, Sym, Sym], list[tuple[str, list[str], list[list[str]]]]] = {}
+_USUAL_STRINGS = frozenset(["json_string"])
+_USUAL_NUMBERS = frozenset(["json_number", "number", "num"])
 
 
 class GenericRules(StringRules):
@@ -22,12 +32,39 @@ class GenericRules(StringRules):
             self.used_names.add(n)
         string = self.generic_string()
         number = self.number_terminal(nm.GENERIC_NUMBER, "json_number")
-        alts: list[Alt] = [[string], [number], ["'true'"], ["'false'"], ["'null'"]]
         child = self.generic_value(depth + 1)
         if child is not None:
-            alts = [[f"json_object{sfx}"], [f"json_array{sfx}"]] + alts
-            lay = self.layout
-            self.add_rule(
+            self.used_names.add(f"json_member{sfx}")
+        lay = self.layout
+        if not lay.depth_dependent and string in _USUAL_STRINGS and number in _USUAL_NUMBERS:
+            key = (lay.mode, string, number)
+            block = _USUAL_BLOCKS.get(key)
+            if block is None:
+                block = _USUAL_BLOCKS[key] = [
+                    (n, *render_rule(alts))
+                    for n, alts in _generic_rules(lay, depth, sfx, string, number, child)
+                ]
+        else:
+            block = [
+                (n, *render_rule(alts))
+                for n, alts in _generic_rules(lay, depth, sfx, string, number, child)
+            ]
+        for n, texts, refs in block:
+            self.add_rendered(n, texts, refs)
+        return name
+
+
+def _generic_rules(
+    lay: Layout, depth: int, sfx: str, string: Sym, number: Sym, child: Sym | None
+) -> list[tuple[str, list[Alt]]]:
+    """The json_value rule at ``depth`` (``child``: the json_value rule one level deeper, None
+    at the depth limit), after the json_object, json_member and json_array rules it uses."""
+    out: list[tuple[str, list[Alt]]] = []
+    alts: list[Alt] = [[string], [number], ["'true'"], ["'false'"], ["'null'"]]
+    if child is not None:
+        alts = [[f"json_object{sfx}"], [f"json_array{sfx}"]] + alts
+        out.append(
+            (
                 f"json_object{sfx}",
                 [
                     lay.empty("{}"),
@@ -37,9 +74,10 @@ class GenericRules(StringRules):
                     + lay.close("}", depth),
                 ],
             )
-            self.used_names.add(f"json_member{sfx}")
-            self.add_rule(f"json_member{sfx}", [[string] + lay.colon() + [child]])
-            self.add_rule(
+        )
+        out.append((f"json_member{sfx}", [[string] + lay.colon() + [child]]))
+        out.append(
+            (
                 f"json_array{sfx}",
                 [
                     lay.empty("[]"),
@@ -48,5 +86,6 @@ class GenericRules(StringRules):
                     + lay.close("]", depth),
                 ],
             )
-        self.add_rule(name, alts)
-        return name
+        )
+    out.append((f"json_value{sfx}", alts))
+    return out

@@ -46,6 +46,10 @@ def kbnf_literal(text: str) -> str:
     return "'" + "".join(out) + "'"
 
 
+#: The punctuation literals of the compact and flexible layouts (indent's depend on the depth).
+_PUNCTUATION = {t: kbnf_literal(t) for t in ("{", "}", "[", "]", "{}", "[]", ", ", ",", ": ", ":")}
+
+
 class Layout:
     def __init__(self, whitespace: str, indent: int | None, max_ws: int) -> None:
         if indent is not None:
@@ -59,7 +63,8 @@ class Layout:
         self.indent = indent or 0
         self.max_ws = max_ws
         self.depth_dependent = self.mode == "indent"
-        self._literals: dict[str, Sym] = {}  # kbnf_literal of the punctuation texts
+        # kbnf_literal of the punctuation texts (those of every layout but indent's computed once)
+        self._literals: dict[str, Sym] = dict(_PUNCTUATION)
 
     def _lit(self, text: str) -> Sym:
         got = self._literals.get(text)

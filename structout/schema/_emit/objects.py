@@ -42,8 +42,10 @@ class ObjectRules(StringRules):
         self.memo[(node, depth)] = name
         props, req, tail, mn, mx, deps, _exists, _ev = node.args
         order = [k for k, _ in props]
-        for k in list(req) + [k for k, ds in deps] + [d for _, ds in deps for d in ds]:
-            if k not in order:
+        listed = set(order)
+        for k in [*req, *(dk for dk, _ in deps), *(d for _, ds in deps for d in ds)]:
+            if k not in listed:
+                listed.add(k)
                 order.append(k)
         regions = self._tail_regions(tail, order, node)
         alts: list[Alt] = []
@@ -56,17 +58,10 @@ class ObjectRules(StringRules):
         alg = self.alg
         props, req, tail, _mn, _mx, deps, exists, _ev = node.args
         named: dict[str, Node] = dict(props)
-
-        def promote(k: str) -> None:
+        # keys that must be named: required ones, then each dependency's key and its keys
+        for k in [*req, *(x for dk, ds in deps for x in (dk, *ds))]:
             if k not in named:
                 named[k] = alg.tail_value(tail, k)
-
-        for k in req:
-            promote(k)
-        for k, ds in deps:
-            promote(k)
-            for d in ds:
-                promote(d)
         variants = [ObjVariant(named, set(req), [])]
         for k, ds in deps:
             new = []

@@ -33,43 +33,39 @@ class RuleSet:
         self.used_names: set[str] = set()
 
     def fresh(self, hint: str) -> str:
+        """The hint's rule name, else it with the first free suffix ``_n`` (``counter``: the
+        next suffix to try per name)."""
         hint = _rule_name_base(hint)
         n = self.counter.get(hint, 0)
-        while True:
-            name = hint if n == 0 else f"{hint}_{n}"
+        name = f"{hint}_{n}" if n else hint
+        used = self.used_names
+        while name in used:
             n += 1
-            if name not in self.used_names:
-                break
-        self.counter[hint] = n
-        self.used_names.add(name)
+            name = f"{hint}_{n}"
+        self.counter[hint] = n + 1
+        used.add(name)
         return name
 
     def add_rule(self, name: str, alts: list[Alt]) -> None:
-        if len(alts) == 1:
-            text, names = render_alt_refs(alts[0])
-            self.rules[name] = [text]
-            self.refs[name] = [names]
-            return
-        texts: list[str] = []
-        refs: list[list[str]] = []
-        seen: set[str] = set()
-        for a in alts:
-            text, names = render_alt_refs(a)  # (lists are unhashable: the text is the key)
-            if text not in seen:
-                seen.add(text)
-                texts.append(text)
-                refs.append(names)
+        self.add_rendered(name, *render_rule(alts))
+
+    def add_rendered(self, name: str, texts: list[str], refs: list[list[str]]) -> None:
+        """Adds a rule as :func:`render_rule` gives it (the lists are kept, never changed)."""
         self.rules[name] = texts
         self.refs[name] = refs
 
     def terminal(self, regex_text: str, hint: str) -> Sym:
         """A named rule holding one regex terminal (shared by identical regexes)."""
-        return self.shared_rule([f'#"{regex_text}"'], hint)
+        return self.shared_rendered(f'#"{regex_text}"', [], hint)  # (a terminal names no rule)
 
     def shared_rule(self, alt: Alt, hint: str) -> Sym:
         """A named rule with this one alternative (terminals, special nonterminals), shared by
         every identical alternative."""
-        text, names = render_alt_refs(alt)
+        return self.shared_rendered(*render_alt_refs(alt), hint)
+
+    def shared_rendered(self, text: str, names: list[str], hint: str) -> Sym:
+        """:meth:`shared_rule` of the alternative ``render_alt_refs`` gives as ``(text, names)``
+        (``names`` is kept, never changed)."""
         name = self.term_memo.get(text)
         if name is None:
             name = self.fresh(hint)
@@ -83,10 +79,9 @@ class RuleSet:
         self._prune()
         if ws_max is not None:
             self.add_rule("ws", [["''"], [f'#"[ \\t\\n\\r]{{1,{ws_max}}}"']])
-        lines = [f"start ::= {' | '.join(self.rules['start'])};"] if self.rules["start"] else []
-        for name, texts in self.rules.items():
-            if texts and name != "start":
-                lines.append(f"{name} ::= {' | '.join(texts)};")
+        rules = self.rules
+        lines = [f"start ::= {' | '.join(rules['start'])};"] if rules["start"] else []
+        lines += [f"{n} ::= {' | '.join(t)};" for n, t in rules.items() if t and n != "start"]
         return "\n".join(lines) + "\n"
 
     def _prune(self) -> None:
@@ -239,7 +234,29 @@ def render_alt(alt: Alt) -> str:
     try:
         return " ".join(alt)  # plain symbols, the common case
     except TypeError:  # a repetition among them
-        return " ".join(render_sym(x) for x in alt)
+        return _render_with_reps(alt)
+
+
+def _render_with_reps(alt: Alt) -> str:
+    return " ".join([render_sym(x) for x in alt])
+
+
+def render_rule(alts: list[Alt]) -> tuple[list[str], list[list[str]]]:
+    """A rule's distinct alternatives as printed texts, and the names each one uses (see
+    :class:`RuleSet`)."""
+    if len(alts) == 1:
+        text, names = render_alt_refs(alts[0])
+        return [text], [names]
+    texts: list[str] = []
+    refs: list[list[str]] = []
+    seen: set[str] = set()
+    for a in alts:
+        text, names = render_alt_refs(a)  # (lists are unhashable: the text is the key)
+        if text not in seen:
+            seen.add(text)
+            texts.append(text)
+            refs.append(names)
+    return texts, refs
 
 
 def render_alt_refs(alt: Alt) -> tuple[str, list[str]]:
@@ -249,7 +266,7 @@ def render_alt_refs(alt: Alt) -> tuple[str, list[str]]:
     try:
         text = " ".join(alt)  # plain symbols, the common case
     except TypeError:  # a repetition among them
-        return render_alt(alt), alt_refs(alt)
+        return _render_with_reps(alt), alt_refs(alt)
     return text, [s for s in alt if s[:1] not in _NOT_A_NAME]
 
 

@@ -12,7 +12,7 @@ from .._ir import Node
 from .layout import kbnf_literal
 from .regex_format import RegexFormatRules
 from .regex_rules import fits
-from .rules import Sym
+from .rules import Sym, render_alt_refs
 from .text_cache import TERMINAL_TEXTS
 
 
@@ -20,7 +20,7 @@ class StringRules(RegexFormatRules):
     def generic_string(self) -> Sym:
         """Any JSON string: the engine's ``json_string_except!()`` (no words to avoid), which
         it builds without parsing or determinizing a regex."""
-        return self.shared_rule(["json_string_except!()"], "json_string")
+        return self.shared_rendered(*_GENERIC_STRING, "json_string")
 
     def string(
         self, f: sl.Formula, node: Node | None, hint: str, compact: bool = False
@@ -121,6 +121,9 @@ class StringRules(RegexFormatRules):
         except (am.AutomatonTooLarge, sl.NotRegular):
             return None, False
 
+
+#: The generic string's rule, rendered.
+_GENERIC_STRING = render_alt_refs(["json_string_except!()"])
 
 #: A lone surrogate code point (no JSON string spells one).
 _SURROGATE = re.compile("[\ud800-\udfff]")
