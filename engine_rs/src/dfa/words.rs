@@ -657,6 +657,20 @@ mod tests {
     }
 
     #[test]
+    fn the_constant_without_words_keeps_the_size_limit() {
+        // The shared automaton of `json_string_except!()` is used only under a limit its own
+        // construction would pass: below that the construction runs (and fails) as before.
+        let (built, size) = except_words(&[], usize::MAX).unwrap();
+        let shared = Dfa::json_string_except(&[], size).unwrap();
+        assert_eq!(shared.trans, built.trans);
+        assert_eq!(shared.classes, built.classes);
+        assert!(matches!(
+            Dfa::json_string_except(&[], size - 1),
+            Err(DfaError::TooBig { .. })
+        ));
+    }
+
+    #[test]
     fn size_is_linear_in_the_words() {
         let words: Vec<String> = (0..2000).map(|i| format!("property_name_{i}")).collect();
         let dfa = Dfa::json_string_except(&words, 1 << 26).unwrap();
