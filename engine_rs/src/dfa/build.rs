@@ -222,8 +222,11 @@ pub(super) fn parse(pattern: &str, size_limit: usize) -> Result<Hir, DfaError> {
             limit: size_limit,
         });
     }
-    let hir = syntax::parse_with(pattern, &syntax::Config::new().utf8(false))
-        .map_err(|e| DfaError::Syntax(clean_regex_message(&e.to_string())))?;
+    let hir = match super::syntax::parse_plain(pattern) {
+        Some(hir) => hir,
+        None => syntax::parse_with(pattern, &syntax::Config::new().utf8(false))
+            .map_err(|e| DfaError::Syntax(clean_regex_message(&e.to_string())))?,
+    };
     Ok(simplify(hir))
 }
 

@@ -13,7 +13,7 @@
 //! the same interface and invariants with states that are (base state, count) pairs.
 //!
 //! Layout: this module holds the [`Dfa`] type, its invariants and its accessors; [`build`] makes
-//! automata from regex text, [`combine`] concatenates and unites them, [`count`] and [`counted`]
+//! automata from regex text (plain patterns parsed by [`syntax`]), [`combine`] concatenates and unites them, [`count`] and [`counted`]
 //! bound their strings' lengths, [`repeat`] unrolls bounded repetitions, [`table`] turns any of
 //! these into the flat table (pruning to co-reachable states), [`regular`] flattens right-linear
 //! rules, [`words`] builds JSON strings that avoid a set of words (object keys other than the
@@ -29,6 +29,7 @@ mod persist;
 mod regular;
 mod repeat;
 mod subset;
+mod syntax;
 mod table;
 pub(crate) mod utf8;
 mod words;
