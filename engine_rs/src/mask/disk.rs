@@ -30,14 +30,14 @@ use super::CompiledGrammar;
 use crate::dfa::Dfa;
 use crate::grammar::{CompileOptions, Grammar};
 use crate::lnf::{ExceptInfo, LSym, Lnf};
-use crate::persist::{ensure, Checksum, DecodeError, Reader, StableHasher, Writer};
+use crate::persist::{ensure, Checksum, DecodeError, Reader, Writer};
 use crate::vocab::Vocabulary;
 
 const MAGIC: &[u8; 8] = b"structog";
 /// Bump when the layout changes (the build id also changes with any engine source change).
 /// 3: the checksum at the end, over everything before it (read in one streaming pass); a DFA's
-/// accepting flags before its transitions.
-const FORMAT: u32 = 3;
+/// accepting flags before its transitions. 4: an eight-lane checksum; entries named by it.
+const FORMAT: u32 = 4;
 /// The engine build: its version and a hash of its sources (see `build.rs`). An entry written by
 /// another build is never read, since the same text may compile differently there.
 const BUILD: &str = concat!(
@@ -54,12 +54,14 @@ pub(crate) fn entry_path(dir: &Path, text: &str, options: &CompileOptions, vocab
     encode_options(&mut key, options);
     key.u64(vocab);
     let key = key.into_bytes();
+    // Two independent lane hashes: a large text is hashed at memory speed, not one word at a
+    // time (the key bytes are self-delimiting, so key + text is unambiguous).
     let name: String = [1u64, 2]
         .iter()
         .map(|&seed| {
-            let mut h = StableHasher::new(seed);
-            h.bytes(&key);
-            h.bytes(text.as_bytes());
+            let mut h = Checksum::seeded(seed);
+            h.update(&key);
+            h.update(text.as_bytes());
             format!("{:016x}", h.finish())
         })
         .collect();
