@@ -97,7 +97,7 @@ impl Writer {
 
 /// Bytes a [`Reader`] pulls from its source at a time: small enough that a chunk is still in
 /// the core's cache when it is checksummed and decoded, large enough that reads are few.
-const CHUNK: usize = 128 * 1024;
+const CHUNK: usize = 256 * 1024;
 
 /// Reads values back, in the order they were written, from a source of known length (a file or
 /// a byte slice) pulled through a small chunk buffer: large arrays go from the chunk straight into
@@ -122,7 +122,7 @@ impl<'a> Reader<'a> {
 
     /// A reader of the next `len` bytes of `src` (fewer there is an error when they are read).
     pub(crate) fn stream(src: impl std::io::Read + 'a, len: u64) -> Reader<'a> {
-        let cap = usize::try_from(len).unwrap_or(CHUNK).clamp(64, CHUNK);
+        let cap = usize::try_from(len).unwrap_or(CHUNK).clamp(256, CHUNK);
         Reader {
             src: Box::new(src),
             buf: vec![0; cap],
@@ -142,7 +142,7 @@ impl<'a> Reader<'a> {
         self.avail() as u64 + self.unread
     }
 
-    /// Makes at least `want` (at most the buffer's size) bytes available.
+    /// Makes at least `want` (at most 256, or the buffer's size) bytes available.
     fn fill(&mut self, want: usize) -> Result<(), DecodeError> {
         if self.avail() >= want {
             return Ok(());
@@ -167,7 +167,10 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+    /// The next `N` (at most 256) bytes.
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        // The buffer holds at least min(len, 256) bytes (`stream`), so this fill fits.
+        const { assert!(N <= 256) };
         self.fill(N)?;
         let mut a = [0u8; N];
         a.copy_from_slice(&self.buf[self.pos..self.pos + N]);

@@ -27,11 +27,11 @@ impl Dfa {
     }
 
     pub(crate) fn decode(r: &mut Reader<'_>) -> Result<Dfa, DecodeError> {
-        let classes: [u8; 256] = r
-            .bytes()?
-            .as_slice()
-            .try_into()
-            .map_err(|_| DecodeError("a byte-class table that is not 256 bytes"))?;
+        ensure(
+            r.usize()? == 256,
+            "a byte-class table that is not 256 bytes",
+        )?;
+        let classes: [u8; 256] = r.array()?;
         let stride = r.u32()?;
         ensure((1..=256).contains(&stride), "a DFA stride outside 1..=256")?;
         ensure(

@@ -247,18 +247,20 @@ fn encode_lnf(w: &mut Writer, l: &Lnf) {
 fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
     let n = r.count(5)?;
     let mut syms = Vec::with_capacity(n);
-    for _ in 0..n {
-        let tag = r.u8()?;
-        let v = r.u32()?;
-        syms.push(match tag {
-            0 => LSym::Nt(v),
-            1 => LSym::Lit(v),
-            2 => LSym::Regex(v),
-            3 => LSym::Except(v),
-            4 => LSym::End(v),
-            _ => return Err(DecodeError("an unknown symbol kind")),
-        });
-    }
+    r.elements(n, 5, |c| {
+        for s in c.chunks_exact(5) {
+            let v = u32::from_le_bytes([s[1], s[2], s[3], s[4]]);
+            syms.push(match s[0] {
+                0 => LSym::Nt(v),
+                1 => LSym::Lit(v),
+                2 => LSym::Regex(v),
+                3 => LSym::Except(v),
+                4 => LSym::End(v),
+                _ => return Err(DecodeError("an unknown symbol kind")),
+            });
+        }
+        Ok(())
+    })?;
     let init_state = r.u32s()?;
     let prod_starts = r.u32s()?;
     let nt_prods = r.u32s()?;
@@ -556,6 +558,19 @@ key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
                 }
             }),
         ];
+        // An unknown symbol kind, first or last (the symbol table is decoded in bulk).
+        let mut w = Writer::default();
+        encode_lnf(&mut w, &lnf);
+        let bytes = w.into_bytes();
+        assert!(decode_lnf(&mut Reader::new(&bytes)).is_ok());
+        for at in [8, 8 + 5 * (lnf.syms.len() - 1)] {
+            let mut bad = bytes.clone();
+            bad[at] = 5;
+            assert!(
+                decode_lnf(&mut Reader::new(&bad)).is_err(),
+                "kind 5 at {at}"
+            );
+        }
         for (k, damage) in variants.iter().enumerate() {
             let mut l = lnf.clone();
             damage(&mut l);
