@@ -3,10 +3,11 @@
 //! Invariants: values are little-endian and sequences are length-prefixed; every read is
 //! bounds-checked and a length is checked against the bytes that remain *before* anything is
 //! allocated, so decoding any input — truncated, corrupt or hostile — returns an error or a value,
-//! never panics and never allocates more than twice the input's size (two-byte integers widen
-//! to four). Decoders of the types built on
-//! this (DFAs, LNF, compiled grammars) also check the structural invariants their readers index
-//! by, so a decoded value is as safe to use as a freshly compiled one.
+//! never panics and never allocates more than twice the input's stated size (two-byte integers
+//! widen to four; a source shorter than its stated size is an error when the missing bytes are
+//! read). Decoders of the types built on this (DFAs, LNF, compiled grammars) also check the
+//! structural invariants their readers index by, so a decoded value is as safe to use as a
+//! freshly compiled one.
 
 /// Why bytes could not be decoded: what was being read or which invariant failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
