@@ -450,7 +450,7 @@ impl Counter {
                 .is_some_and(|n| n <= u32::MAX as usize + 1),
             "counted state ids beyond 32 bits",
         )?;
-        let inc = r.bytes()?.to_vec();
+        let inc = r.bytes()?;
         ensure(
             inc.len() == states * stride && inc.iter().all(|&i| i <= 1),
             "character increments",
@@ -476,7 +476,7 @@ impl Counter {
             "low layers without a period",
         )?;
         let class_bytes = super::persist::decode_byte_sets(r)?;
-        let reps = r.bytes()?.to_vec();
+        let reps = r.bytes()?;
         ensure(
             class_bytes.len() == stride && reps.len() == stride,
             "class tables of the counter",

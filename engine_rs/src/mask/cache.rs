@@ -10,6 +10,7 @@ use super::disk::{self, LoadError};
 use super::{CompiledGrammar, TokenIndex};
 use crate::error::CompileError;
 use crate::grammar::{CompileOptions, Grammar};
+use crate::persist::Checksum;
 use crate::vocab::Vocabulary;
 
 /// Default number of compiled grammars kept alive by the cache.
@@ -33,12 +34,43 @@ pub fn token_index(vocab: &Vocabulary) -> Arc<TokenIndex> {
     idx
 }
 
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// A memory-cache key. Hashed by a digest of the text computed once per request (the map hashes
+/// a key on every lookup and insert, and a grammar text can be hundreds of KB); compared in full.
+#[derive(Clone)]
 struct Key {
+    digest: u64,
     text: String,
     options: CompileOptions,
     vocab: u64,
 }
+
+impl Key {
+    fn new(text: &str, options: &CompileOptions, vocab: u64) -> Key {
+        Key {
+            digest: Checksum::of(text.as_bytes()),
+            text: text.to_owned(),
+            options: options.clone(),
+            vocab,
+        }
+    }
+}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.digest ^ self.vocab);
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.digest == other.digest
+            && self.vocab == other.vocab
+            && self.options == other.options
+            && self.text == other.text
+    }
+}
+
+impl Eq for Key {}
 
 /// Hit/miss counters and current size of the compiled-grammar cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -123,11 +155,7 @@ pub fn compile_with(
     vocab: &Arc<Vocabulary>,
     disk: Option<&Path>,
 ) -> Result<(Arc<CompiledGrammar>, Origin), CompileError> {
-    let key = Key {
-        text: text.to_owned(),
-        options: options.clone(),
-        vocab: vocab.fingerprint(),
-    };
+    let key = Key::new(text, options, vocab.fingerprint());
     {
         let mut c = grammars().lock().unwrap_or_else(|p| p.into_inner());
         if let Some(g) = c.map.get(&key).cloned() {
@@ -209,5 +237,38 @@ pub fn configure(capacity: usize, clear: bool) {
             }
             None => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::{Hash, Hasher};
+
+    fn hash(k: &Key) -> u64 {
+        let mut h = DefaultHasher::new();
+        k.hash(&mut h);
+        h.finish()
+    }
+
+    /// Keys hash by their digest but compare in full: a digest collision is never a hit.
+    #[test]
+    fn keys_compare_every_field() {
+        let o = CompileOptions::default();
+        let a = Key::new("start ::= \"a\" ;", &o, 7);
+        assert!(a == Key::new("start ::= \"a\" ;", &o, 7));
+        assert_eq!(hash(&a), hash(&Key::new("start ::= \"a\" ;", &o, 7)));
+        let mut forged = Key::new("start ::= \"b\" ;", &o, 7);
+        assert!(forged != a);
+        forged.digest = a.digest;
+        assert_eq!(hash(&forged), hash(&a));
+        assert!(forged != a, "same digest, other text");
+        assert!(Key::new("start ::= \"a\" ;", &o, 8) != a);
+        let other = CompileOptions {
+            max_items_per_set: 3,
+            ..CompileOptions::default()
+        };
+        assert!(Key::new("start ::= \"a\" ;", &other, 7) != a);
     }
 }

@@ -5,8 +5,8 @@
 //! those and laid out as
 //!
 //! ```text
-//! MAGIC | FORMAT: u32 | build id: str | checksum: u64 | payload: bytes
-//! payload = text: str | options | vocabulary fingerprint: u64 | LNF
+//! MAGIC | FORMAT: u32 | build id: str | text: str | options | vocabulary fingerprint: u64 | LNF
+//!       | checksum of all the bytes before it: u64
 //! ```
 //!
 //! Invariants: an entry is used only when its magic, format, build id and checksum match **and**
@@ -15,9 +15,14 @@
 //! checks every index the recognizer and the mask code use (see [`crate::persist`]), so even a
 //! well-formed hostile file cannot make them read out of bounds. Files are written to a temporary
 //! name in the same directory and renamed over the entry, so readers see a whole file or none.
+//!
+//! Loading streams the file once through a small buffer ([`Reader`]): each chunk is checksummed
+//! and decoded into the grammar's own tables while it is in cache, and the grammar is returned
+//! only once the checksum at the end matches (decoding first is safe: it checks every bound
+//! itself, and no length can make it allocate more than twice the file's size).
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,12 +30,14 @@ use super::CompiledGrammar;
 use crate::dfa::Dfa;
 use crate::grammar::{CompileOptions, Grammar};
 use crate::lnf::{ExceptInfo, LSym, Lnf};
-use crate::persist::{ensure, DecodeError, Reader, StableHasher, Writer};
+use crate::persist::{ensure, Checksum, DecodeError, Reader, Writer};
 use crate::vocab::Vocabulary;
 
 const MAGIC: &[u8; 8] = b"structog";
 /// Bump when the layout changes (the build id also changes with any engine source change).
-const FORMAT: u32 = 2;
+/// 3: the checksum at the end, over everything before it (read in one streaming pass); a DFA's
+/// accepting flags before its transitions. 4: an eight-lane checksum; entries named by it.
+const FORMAT: u32 = 4;
 /// The engine build: its version and a hash of its sources (see `build.rs`). An entry written by
 /// another build is never read, since the same text may compile differently there.
 const BUILD: &str = concat!(
@@ -47,12 +54,14 @@ pub(crate) fn entry_path(dir: &Path, text: &str, options: &CompileOptions, vocab
     encode_options(&mut key, options);
     key.u64(vocab);
     let key = key.into_bytes();
+    // Two independent lane hashes: a large text is hashed at memory speed, not one word at a
+    // time (the key bytes are self-delimiting, so key + text is unambiguous).
     let name: String = [1u64, 2]
         .iter()
         .map(|&seed| {
-            let mut h = StableHasher::new(seed);
-            h.bytes(&key);
-            h.bytes(text.as_bytes());
+            let mut h = Checksum::seeded(seed);
+            h.update(&key);
+            h.update(text.as_bytes());
             format!("{:016x}", h.finish())
         })
         .collect();
@@ -79,12 +88,13 @@ pub(crate) fn load(
     options: &CompileOptions,
     vocab: &Arc<Vocabulary>,
 ) -> Result<CompiledGrammar, LoadError> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
+    let mut file = match fs::File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
         Err(_) => return Err(LoadError::Io),
     };
-    decode_entry(&bytes, text, options, vocab).map_err(|_| LoadError::Invalid)
+    let len = file.metadata().map_err(|_| LoadError::Io)?.len();
+    decode_entry(&mut file, len, text, options, vocab).map_err(|_| LoadError::Invalid)
 }
 
 /// Writes `grammar` (compiled from `text`) to `path` atomically.
@@ -113,55 +123,36 @@ pub(crate) fn store(path: &Path, text: &str, grammar: &CompiledGrammar) -> std::
 }
 
 fn encode_entry(text: &str, cg: &CompiledGrammar) -> Vec<u8> {
-    let mut p = Writer::default();
-    p.str(text);
-    encode_options(&mut p, cg.grammar.options());
-    p.u64(cg.vocab.fingerprint());
-    // Slice tables are not stored: they are built on first use, after loading as after compiling.
-    encode_lnf(&mut p, cg.grammar.lnf());
-    let payload = p.into_bytes();
     let mut w = Writer::default();
     for &b in MAGIC {
         w.u8(b);
     }
     w.u32(FORMAT);
     w.str(BUILD);
-    w.u64(checksum(&payload));
-    w.bytes(&payload);
-    w.into_bytes()
+    w.str(text);
+    encode_options(&mut w, cg.grammar.options());
+    w.u64(cg.vocab.fingerprint());
+    // Slice tables are not stored: they are built on first use, after loading as after compiling.
+    encode_lnf(&mut w, cg.grammar.lnf());
+    let mut bytes = w.into_bytes();
+    let sum = Checksum::of(&bytes);
+    bytes.extend_from_slice(&sum.to_le_bytes());
+    bytes
 }
 
-/// Four independent lanes over interleaved words, folded into one: no lane waits for another, so
-/// a large entry is checked at memory speed (one serial lane took most of a 16 MB load).
-/// Detection is as before: a hasher step is a bijection of its state for a fixed word and of the
-/// word for a fixed state, and `finish` is a bijection, so any changed word changes the result.
-fn checksum(payload: &[u8]) -> u64 {
-    const LANES: usize = 4;
-    let mut lanes = [0u64, 1, 2, 3].map(|i| StableHasher::new(0x5EED + i));
-    let mut blocks = payload.chunks_exact(8 * LANES);
-    for block in &mut blocks {
-        for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(8)) {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(word);
-            lane.word(u64::from_le_bytes(a));
-        }
-    }
-    let mut h = StableHasher::new(0x5EED);
-    h.word(payload.len() as u64);
-    h.bytes(blocks.remainder());
-    for lane in &lanes {
-        h.word(lane.finish());
-    }
-    h.finish()
-}
-
+/// Decodes the entry of `len` bytes that `src` holds, for exactly this key: in one pass, its
+/// checksum verified before the grammar is returned.
 fn decode_entry(
-    bytes: &[u8],
+    mut src: impl Read,
+    len: u64,
     text: &str,
     options: &CompileOptions,
     vocab: &Arc<Vocabulary>,
 ) -> Result<CompiledGrammar, DecodeError> {
-    let mut r = Reader::new(bytes);
+    let body = len
+        .checked_sub(8)
+        .ok_or(DecodeError("shorter than a checksum"))?;
+    let mut r = Reader::stream(&mut src, body);
     let mut magic = [0u8; 8];
     for b in &mut magic {
         *b = r.u8()?;
@@ -169,20 +160,20 @@ fn decode_entry(
     ensure(&magic == MAGIC, "not a structout compiled grammar")?;
     ensure(r.u32()? == FORMAT, "another format version")?;
     ensure(
-        r.bytes()? == BUILD.as_bytes(),
+        r.bytes_eq(BUILD.as_bytes())?,
         "written by another engine build",
     )?;
-    let sum = r.u64()?;
-    let payload = r.bytes()?;
-    r.finish()?;
-    ensure(checksum(payload) == sum, "checksum mismatch")?;
-
-    let mut r = Reader::new(payload);
-    ensure(r.bytes()? == text.as_bytes(), "another grammar text")?;
+    ensure(r.bytes_eq(text.as_bytes())?, "another grammar text")?;
     ensure(decode_options(&mut r)? == *options, "other options")?;
     ensure(r.u64()? == vocab.fingerprint(), "another vocabulary")?;
     let lnf = decode_lnf(&mut r)?;
-    r.finish()?;
+    let sum = r.checksum()?;
+    drop(r);
+    let mut stored = [0u8; 8];
+    src.read_exact(&mut stored)
+        .map_err(|_| DecodeError("truncated"))?;
+    ensure(u64::from_le_bytes(stored) == sum, "checksum mismatch")?;
+    ensure(matches!(src.read(&mut [0u8; 1]), Ok(0)), "trailing bytes")?;
     let grammar = Arc::new(Grammar {
         lnf,
         options: options.clone(),
@@ -256,18 +247,20 @@ fn encode_lnf(w: &mut Writer, l: &Lnf) {
 fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
     let n = r.count(5)?;
     let mut syms = Vec::with_capacity(n);
-    for _ in 0..n {
-        let tag = r.u8()?;
-        let v = r.u32()?;
-        syms.push(match tag {
-            0 => LSym::Nt(v),
-            1 => LSym::Lit(v),
-            2 => LSym::Regex(v),
-            3 => LSym::Except(v),
-            4 => LSym::End(v),
-            _ => return Err(DecodeError("an unknown symbol kind")),
-        });
-    }
+    r.elements(n, 5, |c| {
+        for s in c.chunks_exact(5) {
+            let v = u32::from_le_bytes([s[1], s[2], s[3], s[4]]);
+            syms.push(match s[0] {
+                0 => LSym::Nt(v),
+                1 => LSym::Lit(v),
+                2 => LSym::Regex(v),
+                3 => LSym::Except(v),
+                4 => LSym::End(v),
+                _ => return Err(DecodeError("an unknown symbol kind")),
+            });
+        }
+        Ok(())
+    })?;
     let init_state = r.u32s()?;
     let prod_starts = r.u32s()?;
     let nt_prods = r.u32s()?;
@@ -276,7 +269,7 @@ fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
     for _ in 0..n {
         names.push(r.string()?);
     }
-    let lit_bytes = r.bytes()?.to_vec();
+    let lit_bytes = r.bytes()?;
     let lit_offsets = r.u32s()?;
     let n = r.count(8)?;
     let mut dfas = Vec::with_capacity(n);
@@ -369,6 +362,16 @@ key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
         Arc::new(Vocabulary::from_byte_tokens(&tokens, &[12], None).expect("vocabulary"))
     }
 
+    /// The entry in `bytes`, read as a file of that length.
+    fn decode(
+        bytes: &[u8],
+        text: &str,
+        options: &CompileOptions,
+        vocab: &Arc<Vocabulary>,
+    ) -> Result<CompiledGrammar, DecodeError> {
+        decode_entry(bytes, bytes.len() as u64, text, options, vocab)
+    }
+
     fn compiled(text: &str) -> CompiledGrammar {
         let g = Grammar::compile(text, &CompileOptions::default()).expect("compiles");
         CompiledGrammar::new(Arc::new(g), vocab())
@@ -378,9 +381,8 @@ key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
     fn an_entry_round_trips_to_the_same_masks() {
         let cg = compiled(TEXT);
         let bytes = encode_entry(TEXT, &cg);
-        let back = Arc::new(
-            decode_entry(&bytes, TEXT, &CompileOptions::default(), &cg.vocab).expect("decodes"),
-        );
+        let back =
+            Arc::new(decode(&bytes, TEXT, &CompileOptions::default(), &cg.vocab).expect("decodes"));
         assert_eq!(back.grammar.lnf_debug(), cg.grammar.lnf_debug());
         for d in 0..cg.grammar.lnf().dfas.len() as u32 {
             let (x, y) = (back.slice_tables(d), cg.slice_tables(d));
@@ -407,16 +409,113 @@ key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
         let bytes = encode_entry(TEXT, &cg);
         let opts = CompileOptions::default();
         for cut in (0..bytes.len()).step_by(7) {
-            assert!(decode_entry(&bytes[..cut], TEXT, &opts, &cg.vocab).is_err());
+            assert!(decode(&bytes[..cut], TEXT, &opts, &cg.vocab).is_err());
         }
         for i in (0..bytes.len()).step_by(3) {
             let mut bad = bytes.clone();
             bad[i] ^= 0x40;
             assert!(
-                decode_entry(&bad, TEXT, &opts, &cg.vocab).is_err(),
+                decode(&bad, TEXT, &opts, &cg.vocab).is_err(),
                 "a flipped byte at {i} went unnoticed"
             );
         }
+    }
+
+    /// A source that hands out at most `step` bytes per read, so values and chunks straddle
+    /// every boundary.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(out.len()).min(self.0.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// A grammar whose entry is several of the reader's chunks long.
+    fn large() -> (String, CompiledGrammar) {
+        let words: Vec<String> = (0..3000)
+            .map(|i| format!("\"w{i}x{}\"", i * 7919 % 10007))
+            .collect();
+        let text = format!("start ::= {} ;", words.join(" | "));
+        let cg = compiled(&text);
+        (text, cg)
+    }
+
+    #[test]
+    fn a_large_entry_streams_in_chunks_of_any_size() {
+        let (text, cg) = large();
+        let bytes = encode_entry(&text, &cg);
+        let opts = CompileOptions::default();
+        assert!(bytes.len() > 3 * 128 * 1024, "{} bytes", bytes.len());
+        for step in [1usize << 20, 4096, 1001, 7] {
+            let back = decode_entry(
+                Trickle(&bytes, step),
+                bytes.len() as u64,
+                &text,
+                &opts,
+                &cg.vocab,
+            )
+            .expect("decodes");
+            assert_eq!(
+                back.grammar.lnf_debug(),
+                cg.grammar.lnf_debug(),
+                "step {step}"
+            );
+        }
+        // Damage anywhere, a cut anywhere, a file shorter or longer than its stated size.
+        for i in (0..bytes.len()).step_by(bytes.len() / 97) {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x01;
+            assert!(
+                decode(&bad, &text, &opts, &cg.vocab).is_err(),
+                "a flipped bit at {i}"
+            );
+            assert!(
+                decode(&bytes[..i], &text, &opts, &cg.vocab).is_err(),
+                "a cut at {i}"
+            );
+            let stated = bytes.len() as u64 + 1 + i as u64 % 5000;
+            assert!(decode_entry(&bytes[..], stated, &text, &opts, &cg.vocab).is_err());
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        let stated = bytes.len() as u64;
+        assert!(decode_entry(&longer[..], stated, &text, &opts, &cg.vocab).is_err());
+        assert!(decode(&longer, &text, &opts, &cg.vocab).is_err());
+    }
+
+    /// Through the file system, as the cache does: a whole entry loads, a damaged one is
+    /// `Invalid`, a missing one `Missing`.
+    #[test]
+    fn load_reads_what_store_wrote() {
+        let (text, cg) = large();
+        let opts = CompileOptions::default();
+        let dir = std::env::temp_dir().join(format!("structout-disk-test-{}", std::process::id()));
+        let path = entry_path(&dir, &text, &opts, cg.vocab.fingerprint());
+        assert!(matches!(
+            load(&path, &text, &opts, &cg.vocab),
+            Err(LoadError::Missing)
+        ));
+        store(&path, &text, &cg).expect("stored");
+        let back = load(&path, &text, &opts, &cg.vocab).expect("loads");
+        assert_eq!(back.grammar.lnf_debug(), cg.grammar.lnf_debug());
+        let mut bytes = fs::read(&path).expect("read");
+        let at = bytes.len() / 2;
+        bytes[at] ^= 0x10;
+        fs::write(&path, &bytes).expect("write");
+        assert!(matches!(
+            load(&path, &text, &opts, &cg.vocab),
+            Err(LoadError::Invalid)
+        ));
+        fs::write(&path, &bytes[..at]).expect("write");
+        assert!(matches!(
+            load(&path, &text, &opts, &cg.vocab),
+            Err(LoadError::Invalid)
+        ));
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -424,17 +523,17 @@ key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
         let cg = compiled(TEXT);
         let bytes = encode_entry(TEXT, &cg);
         let other_text = TEXT.replace("{1,3}", "{1,4}");
-        assert!(decode_entry(&bytes, &other_text, &CompileOptions::default(), &cg.vocab).is_err());
+        assert!(decode(&bytes, &other_text, &CompileOptions::default(), &cg.vocab).is_err());
         let other_opts = CompileOptions {
             max_items_per_set: 7,
             ..CompileOptions::default()
         };
-        assert!(decode_entry(&bytes, TEXT, &other_opts, &cg.vocab).is_err());
+        assert!(decode(&bytes, TEXT, &other_opts, &cg.vocab).is_err());
         let other_vocab = Arc::new(
             Vocabulary::from_byte_tokens(&[Some(b"{"), Some(b"}"), None], &[2], None)
                 .expect("vocabulary"),
         );
-        assert!(decode_entry(&bytes, TEXT, &CompileOptions::default(), &other_vocab).is_err());
+        assert!(decode(&bytes, TEXT, &CompileOptions::default(), &other_vocab).is_err());
     }
 
     /// A payload with a valid checksum but broken tables (what only a hostile file could hold)
@@ -459,6 +558,19 @@ key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
                 }
             }),
         ];
+        // An unknown symbol kind, first or last (the symbol table is decoded in bulk).
+        let mut w = Writer::default();
+        encode_lnf(&mut w, &lnf);
+        let bytes = w.into_bytes();
+        assert!(decode_lnf(&mut Reader::new(&bytes)).is_ok());
+        for at in [8, 8 + 5 * (lnf.syms.len() - 1)] {
+            let mut bad = bytes.clone();
+            bad[at] = 5;
+            assert!(
+                decode_lnf(&mut Reader::new(&bad)).is_err(),
+                "kind 5 at {at}"
+            );
+        }
         for (k, damage) in variants.iter().enumerate() {
             let mut l = lnf.clone();
             damage(&mut l);
