@@ -6,10 +6,10 @@ Two layers:
   structout version. A schema given as plain data (dicts, lists, strings, numbers) is also found by
   a *fast key* (:func:`fast_schema_key`: a SHA-256 of its ``marshal`` serialization, several times
   cheaper than canonical JSON for a large schema); an entry is stored under both, so a process
-  that sees the same schema again (same key order) skips the canonical JSON. The fast key is
+  that sees the same schema again skips the canonical JSON. Both keys follow the schema's key
+  order (the translation does: properties are emitted in the schema's order), and the fast key is
   finer than the canonical one (same fast key ⇒ same value, types and key order ⇒ same canonical
-  key), so it never joins schemas the canonical key keeps apart; a reordered schema misses it and
-  falls back to the canonical key. Kept in a bounded in-memory LRU and on disk under
+  key), so it never joins schemas the canonical key keeps apart. Kept in a bounded in-memory LRU and on disk under
   ``STRUCTOUT_CACHE_DIR``
   (default: the user cache directory, e.g. ``~/.cache/structout``), so a second process starts warm.
   Disk entries are written atomically (temporary file in the same directory + ``os.replace``) and
@@ -58,8 +58,10 @@ __all__ = [
     "schema_key",
 ]
 
-#: Bump when the on-disk entry format changes (old entries are then ignored, not misread).
-DISK_FORMAT = 2
+#: Bump when the on-disk entry format or the key changes (old entries are then ignored, not
+#: misread). 3: schema keys keep the schema's key order (2 sorted them, and so gave a schema
+#: whose properties were reordered the grammar of the first order seen).
+DISK_FORMAT = 3
 
 
 def structout_version() -> str:
@@ -87,8 +89,8 @@ def default_cache_dir() -> Path:
 def schema_key(schema: Any, options: Mapping[str, Any] | None = None) -> str:
     """SHA-256 hex key of (canonical schema JSON, translator options, structout version).
 
-    The schema part is ``structout.schema.canonical_schema_key`` (it may normalise more than
-    key order).
+    The schema part is ``structout.schema.canonical_schema_key`` (the schema's JSON with its keys
+    in their order, which the translation follows).
     """
     from structout.schema import canonical_json, canonical_schema_key
 
@@ -116,8 +118,7 @@ def fast_schema_key(schema: Any, options: Mapping[str, Any] | None = None) -> st
 
     Finer than :func:`schema_key`: equal fast keys mean equal values of the same types in the same
     key order, hence equal canonical JSON (bytes-like values, which ``marshal`` writes by content
-    alone, are not JSON Schema). Unlike it, it depends on key order: a reordered schema has another
-    fast key (a miss there, then found by the canonical key).
+    alone, are not JSON Schema).
     """
     try:
         blob = marshal.dumps(schema, 2)

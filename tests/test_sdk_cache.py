@@ -32,9 +32,7 @@ def test_second_lookup_is_a_memory_hit(tmp_path: Path) -> None:
     cache = CompileCache(tmp_path)
     tr = CountingTranslator()
     text1, key1 = cache.kbnf_for_schema(SCHEMA, tr)
-    # Same schema with another key order: same canonical JSON, same entry.
-    reordered = {"required": ["a"], "properties": {"a": {"type": "integer"}}, "type": "object"}
-    text2, key2 = cache.kbnf_for_schema(reordered, tr)
+    text2, key2 = cache.kbnf_for_schema(json.loads(json.dumps(SCHEMA)), tr)
     assert (text1, key1) == (text2, key2)
     assert tr.calls == 1
     s = cache.stats()
@@ -139,7 +137,7 @@ def test_fast_key_is_finer_than_the_canonical_key(monkeypatch: pytest.MonkeyPatc
     import structout.schema as schema_mod
 
     reordered = dict(reversed(list(SCHEMA.items())))
-    assert schema_key(reordered) == schema_key(SCHEMA)
+    assert schema_key(reordered) != schema_key(SCHEMA)
     assert fast_schema_key(reordered) != fast_schema_key(SCHEMA)
     assert fast_schema_key(json.loads(json.dumps(SCHEMA))) == fast_schema_key(SCHEMA)
     assert fast_schema_key(SCHEMA) != fast_schema_key(SCHEMA, {"whitespace": "compact"})
@@ -402,3 +400,20 @@ def test_clear_disk_removes_compiled_grammars(tmp_path: Path) -> None:
     assert not list((tmp_path / "grammars").rglob("*.grammar"))
     cache.compiled_grammar(KBNF, _vocab())
     assert cache.stats().grammar_misses == 2
+
+
+def test_schemas_differing_in_key_order_keep_their_own_grammars(tmp_path: Path) -> None:
+    # The translation follows the schema's key order (properties are emitted in it): a schema
+    # whose properties are reordered must not get the grammar of the first order seen.
+    from structout.schema import to_kbnf
+
+    a = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+    b = {"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}}
+    assert to_kbnf(a) != to_kbnf(b)
+    for cache in (CompileCache(tmp_path), CompileCache(disk=False)):
+        assert cache.kbnf_for_schema(a, to_kbnf)[0] == to_kbnf(a)
+        assert cache.kbnf_for_schema(b, to_kbnf)[0] == to_kbnf(b)
+    # A new cache object on the same directory (disk entries only).
+    fresh = CompileCache(tmp_path)
+    assert fresh.kbnf_for_schema(b, to_kbnf)[0] == to_kbnf(b)
+    assert fresh.kbnf_for_schema(a, to_kbnf)[0] == to_kbnf(a)

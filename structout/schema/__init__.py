@@ -380,7 +380,8 @@ def to_kbnf(
 
 
 def canonical_schema_key(schema_or_type: Any, **options: Any) -> str:
-    """A stable hash of the canonical schema JSON, the options and the structout version."""
+    """A stable hash of the schema's JSON (keys in their order, which the translation follows),
+    the options and the structout version."""
     import structout
 
     by_alias = options.get("by_alias", True)
@@ -428,14 +429,14 @@ def _json_key(k: Any) -> str:
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
 
 
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=repr
-)
+# Keys keep their order: the translator's output depends on it (properties are emitted in the
+# schema's order), so schemas that differ only in key order must not share a cache key.
+_CANONICAL = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, default=repr)
 
 
 def canonical_json(value: Any) -> str:
-    """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-    default=repr)``, also for values deeper than the interpreter's recursion limit."""
+    """``json.dumps(value, separators=(",", ":"), ensure_ascii=True, default=repr)`` (keys in
+    their order), also for values deeper than the interpreter's recursion limit."""
     try:
         return _CANONICAL.encode(value)
     except RecursionError:
@@ -463,7 +464,7 @@ def _canonical_json_iterative(value: Any) -> str:
             parts: list[Any]
             if isinstance(v, dict):
                 parts = [(text, "{")]
-                for i, (k, x) in enumerate(sorted(v.items())):
+                for i, (k, x) in enumerate(v.items()):
                     key = json.dumps(_json_key(k), ensure_ascii=True)
                     parts.append((text, ("," if i else "") + key + ":"))
                     parts.append(x)
