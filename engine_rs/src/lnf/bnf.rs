@@ -1,7 +1,10 @@
 //! Plain BNF, the working form of normalization (nested vectors are fine here: it is compile-time
 //! only; the recognizer reads the flat [`super::Lnf`]).
 
-use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::dfa::Dfa;
 
@@ -90,5 +93,59 @@ impl Bnf {
             .flat_map(|alts| alts.iter())
             .map(|a| a.len() + 1)
             .sum()
+    }
+}
+
+/// Productions in order of first appearance, each kept once: the passes of normalization that
+/// rewrite productions drop the repeats they make. A production is found again by a hash of its
+/// symbols (then compared in full), so no second copy of each is kept as a set key.
+#[derive(Default)]
+pub struct UniqueProductions {
+    list: Vec<Vec<Sym>>,
+    /// Hash of a production -> index of the first production with that hash.
+    first: FxHashMap<u64, u32>,
+}
+
+impl UniqueProductions {
+    /// Adds `alt` unless an equal production is already in; says whether it was added.
+    pub fn push(&mut self, alt: Vec<Sym>) -> bool {
+        if self.is_new(&alt) {
+            self.list.push(alt);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// [`UniqueProductions::push`] of a borrowed production (copied only when it is new).
+    pub fn push_slice(&mut self, alt: &[Sym]) -> bool {
+        if self.is_new(alt) {
+            self.list.push(alt.to_vec());
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether `alt` is not in yet (recording its hash for the index it will take if it is).
+    fn is_new(&mut self, alt: &[Sym]) -> bool {
+        let mut h = FxHasher::default();
+        alt.hash(&mut h);
+        match self.first.entry(h.finish()) {
+            Entry::Vacant(e) => {
+                e.insert(self.list.len() as u32);
+                true
+            }
+            // Equal hashes: the first production with this hash, else (a collision) all of them.
+            Entry::Occupied(e) => {
+                let first = *e.get() as usize;
+                self.list[first] != alt && !self.list[first..].iter().any(|a| a == alt)
+            }
+        }
+    }
+
+    /// The productions, in order.
+    pub fn into_vec(self) -> Vec<Vec<Sym>> {
+        self.list
     }
 }

@@ -96,10 +96,17 @@ impl<'a> Lowerer<'a> {
 
     /// A single symbol sequence for an expression (alternations inside become nonterminals).
     fn sequence(&mut self, e: &Expr) -> Vec<Sym> {
+        let mut out = Vec::new();
+        self.sequence_into(e, &mut out);
+        out
+    }
+
+    /// [`Lowerer::sequence`], appended to `out` (one vector for a whole concatenation).
+    fn sequence_into(&mut self, e: &Expr, out: &mut Vec<Sym>) {
         match &e.kind {
-            ExprKind::Concat(items) => items.iter().flat_map(|i| self.sequence(i)).collect(),
-            ExprKind::Literal(b) if b.is_empty() => Vec::new(),
-            _ => vec![self.symbol(e)],
+            ExprKind::Concat(items) => items.iter().for_each(|i| self.sequence_into(i, out)),
+            ExprKind::Literal(b) if b.is_empty() => {}
+            _ => out.push(self.symbol(e)),
         }
     }
 

@@ -4,7 +4,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::bnf::{Bnf, Sym};
+use super::bnf::{Bnf, Sym, UniqueProductions};
 use crate::dfa::{CombineBudget, Dfa, Part, RightLinear};
 use crate::error::{Diagnostic, ErrorKind, Span};
 use crate::options::CompileOptions;
@@ -137,8 +137,7 @@ fn eliminate_nullable(bnf: &mut Bnf) -> bool {
     let start_nullable = nullable[bnf.start as usize];
     for nt in 0..bnf.rules.len() {
         let alts = std::mem::take(&mut bnf.rules[nt]);
-        let mut out: Vec<Vec<Sym>> = Vec::new();
-        let mut seen: FxHashSet<Vec<Sym>> = FxHashSet::default();
+        let mut out = UniqueProductions::default();
         for alt in alts {
             let positions: Vec<usize> = (0..alt.len())
                 .filter(|&k| is_nullable(bnf, &nullable, alt[k]))
@@ -155,12 +154,12 @@ fn eliminate_nullable(bnf: &mut Bnf) -> bool {
                     })
                     .map(|(_, &s)| s)
                     .collect();
-                if !variant.is_empty() && seen.insert(variant.clone()) {
+                if !variant.is_empty() {
                     out.push(variant);
                 }
             }
         }
-        bnf.rules[nt] = out;
+        bnf.rules[nt] = out.into_vec();
     }
     start_nullable
 }
@@ -258,8 +257,7 @@ fn remove_unit_rules(bnf: &mut Bnf) {
         let mut seen = FxHashSet::default();
         let mut stack = vec![nt as u32];
         seen.insert(nt as u32);
-        let mut out = Vec::new();
-        let mut dedup = FxHashSet::default();
+        let mut out = UniqueProductions::default();
         while let Some(x) = stack.pop() {
             for alt in &bnf.rules[x as usize] {
                 match alt.as_slice() {
@@ -269,14 +267,12 @@ fn remove_unit_rules(bnf: &mut Bnf) {
                         }
                     }
                     _ => {
-                        if dedup.insert(alt.clone()) {
-                            out.push(alt.clone());
-                        }
+                        out.push_slice(alt);
                     }
                 }
             }
         }
-        new_rules.push(out);
+        new_rules.push(out.into_vec());
     }
     bnf.rules = new_rules;
     remove_useless(bnf);
@@ -570,8 +566,19 @@ fn inline_single_terminals(bnf: &mut Bnf) {
 /// full (possibly empty) meaning inside the concatenation.
 fn merge_terminal_runs(bnf: &mut Bnf, merger: &mut Merger) {
     let piece = |s: &Sym| matches!(s, Sym::Lit(_) | Sym::Regex(_));
+    // A run to merge: two adjacent pieces, one of them a regex (most productions have none).
+    let mergeable = |alt: &[Sym]| {
+        alt.windows(2).any(|w| {
+            piece(&w[0])
+                && piece(&w[1])
+                && (matches!(w[0], Sym::Regex(_)) || matches!(w[1], Sym::Regex(_)))
+        })
+    };
     for nt in 0..bnf.rules.len() {
         for a in 0..bnf.rules[nt].len() {
+            if !mergeable(&bnf.rules[nt][a]) {
+                continue;
+            }
             let alt = bnf.rules[nt][a].clone();
             let mut out: Vec<Sym> = Vec::with_capacity(alt.len());
             let mut i = 0;
@@ -604,8 +611,7 @@ fn merge_terminal_runs(bnf: &mut Bnf, merger: &mut Merger) {
 fn merge_literal_runs(bnf: &mut Bnf) {
     for nt in 0..bnf.rules.len() {
         let alts = std::mem::take(&mut bnf.rules[nt]);
-        let mut out = Vec::with_capacity(alts.len());
-        let mut seen = FxHashSet::default();
+        let mut out = UniqueProductions::default();
         for alt in alts {
             let mut merged: Vec<Sym> = Vec::with_capacity(alt.len());
             for s in alt {
@@ -618,11 +624,9 @@ fn merge_literal_runs(bnf: &mut Bnf) {
                     merged.push(s);
                 }
             }
-            if seen.insert(merged.clone()) {
-                out.push(merged);
-            }
+            out.push(merged);
         }
-        bnf.rules[nt] = out;
+        bnf.rules[nt] = out.into_vec();
     }
 }
 
@@ -659,8 +663,11 @@ fn merge_equal_nonterminals(bnf: &mut Bnf) {
                     }
                 }
             }
-            let mut seen = FxHashSet::default();
-            alts.retain(|a| seen.insert(a.clone()));
+            let mut unique = UniqueProductions::default();
+            for alt in std::mem::take(alts) {
+                unique.push(alt);
+            }
+            *alts = unique.into_vec();
         }
         remove_useless(bnf);
     }
