@@ -10,6 +10,7 @@ Work is bounded: :class:`AutomatonTooLarge` is raised when a construction exceed
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from heapq import heapify, heappop, heappush
 
 from . import _charset as cs
 from . import _regex as rx
@@ -340,26 +341,35 @@ class DFA:
         return DFA(alpha, trans, accept, 0).minimize()
 
     def minimize(self) -> DFA:
-        """Hopcroft partition refinement on the reachable part."""
+        """Hopcroft partition refinement on the reachable part.
+
+        Block numbers follow the order of splits, which follows the iteration order of the
+        ``work`` set: the same sequence of set operations gives the same numbering.
+        """
         k = len(self.alpha.atoms)
         seen = {self.start: 0}
         order = [self.start]
-        i = 0
-        while i < len(order):
-            q = order[i]
-            i += 1
+        for q in order:  # breadth-first; the loop sees states appended while it runs
             for r in self.trans[q]:
                 if r not in seen:
                     seen[r] = len(order)
                     order.append(r)
         n = len(order)
-        tr = [[seen[self.trans[q][a]] for a in range(k)] for q in order]
+        number = seen.__getitem__
+        tr = [list(map(number, self.trans[q])) for q in order]
         acc = [self.accept[q] for q in order]
-        inv: list[list[list[int]]] = [[[] for _ in range(n)] for _ in range(k)]
-        for q in range(n):
-            row = tr[q]
-            for a in range(k):
-                inv[a][row[a]].append(q)
+        # inv[a][r]: the states q (ascending) with tr[q][a] == r; entered[a]: the r with some
+        inv: list[list[Sequence[int]]] = []
+        entered: list[set[int]] = []
+        for col in zip(*tr):
+            inv_a: list[Sequence[int]] = [()] * n  # lists only where needed: fewer allocations
+            for q, r in enumerate(col):
+                if inv_a[r]:
+                    inv_a[r].append(q)  # type: ignore[attr-defined]
+                else:
+                    inv_a[r] = [q]
+            inv.append(inv_a)
+            entered.append(set(col))
         blocks: list[set[int]] = []
         block_of = [0] * n
         for initial in ([q for q in range(n) if acc[q]], [q for q in range(n) if not acc[q]]):
@@ -368,11 +378,15 @@ class DFA:
                     block_of[q] = len(blocks)
                 blocks.append(set(initial))
         work: set[tuple[int, int]] = {(b, a) for b in range(len(blocks)) for a in range(k)}
+        atoms = range(k)
         while work:
             b, a = work.pop()
+            block = blocks[b]
+            if entered[a].isdisjoint(block):
+                continue  # most splitters: no transition on a enters the block
             touched: dict[int, list[int]] = {}
             inv_a = inv[a]
-            for r in blocks[b]:
+            for r in block:
                 for q in inv_a[r]:
                     touched.setdefault(block_of[q], []).append(q)
             for bid, qs in touched.items():
@@ -384,11 +398,11 @@ class DFA:
                 blocks.append(new)
                 for q in new:
                     block_of[q] = nid
-                for c in range(k):
-                    if (bid, c) in work or len(new) <= len(blocks[bid]):
-                        work.add((nid, c))
-                    else:
-                        work.add((bid, c))
+                if len(new) <= len(blocks[bid]):
+                    work.update([(nid, c) for c in atoms])
+                else:
+                    for c in atoms:
+                        work.add((nid, c) if (bid, c) in work else (bid, c))
         nb = len(blocks)
         trans: list[list[int]] = [[] for _ in range(nb)]
         accept = [False] * nb
@@ -486,15 +500,17 @@ class DFA:
             size_memo[id(node)] = (node, n)
             return n
 
+        def cost(s: int) -> int:
+            return (len(bwd[s]) - (s in bwd[s])) * (len(fwd[s]) - (s in fwd[s]))
+
+        # eliminate the state with the smallest (in*out product, number): a heap with lazy
+        # deletion, holding each remaining state's current cost (and possibly stale ones)
+        heap = [(cost(s), s) for s in states]
+        heapify(heap)
         while remaining:
-            # pick the state with the smallest in*out product
-            k = min(
-                remaining,
-                key=lambda s: (
-                    (len(bwd[s]) - (s in bwd[s])) * (len(fwd[s]) - (s in fwd[s])),
-                    s,
-                ),
-            )
+            c, k = heappop(heap)
+            if k not in remaining or c != cost(k):
+                continue
             remaining.discard(k)
             loop = fwd[k].pop(k, None)
             bwd[k].pop(k, None)
@@ -518,6 +534,9 @@ class DFA:
                     bwd[j][i] = new
             del fwd[k]
             del bwd[k]
+            # only the neighbours' edge maps changed
+            for s in {i for i, _ in ins}.union(j for j, _ in outs).intersection(remaining):
+                heappush(heap, (cost(s), s))
         res = fwd[S].get(F, rx.NONE)
         return res
 
@@ -654,16 +673,17 @@ def combine(
                     return got
         return states
 
+    atoms_of: dict[int, list[int]] = {}  # atom mask -> its atoms, ascending
+
     def step(states: frozenset[int]) -> list[frozenset[int]]:
         targets: list[list[int]] = [[] for _ in range(natoms)]
         for q in states:
             for m, r in nfa.edges[q]:
-                a = 0
-                while m:
-                    if m & 1:
-                        targets[a].append(r)
-                    m >>= 1
-                    a += 1
+                got = atoms_of.get(m)
+                if got is None:
+                    got = atoms_of[m] = [a for a in range(natoms) if m >> a & 1]
+                for a in got:
+                    targets[a].append(r)
         out = []
         for t in targets:
             key = frozenset(t)
@@ -684,7 +704,7 @@ def combine(
     while i < len(order):
         cur = order[i]
         i += 1
-        acc = evaluate(tuple(e in st for e, st in zip(ends, cur)))
+        acc = evaluate(tuple(map(frozenset.__contains__, cur, ends)))
         if stop_at_accept and acc:
             return True
         accept.append(acc)
@@ -696,8 +716,7 @@ def combine(
                 step_cache[st] = got
             nexts.append(got)
         row = []
-        for a in range(natoms):
-            key = tuple(n[a] for n in nexts)
+        for key in zip(*nexts):  # per atom, the tuple of the leaves' next state sets
             j = index.get(key)
             if j is None:
                 if len(order) >= MAX_DFA_STATES:
