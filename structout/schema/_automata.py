@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from heapq import heapify, heappop, heappush
+from itertools import repeat
 
 from . import _charset as cs
 from . import _regex as rx
@@ -317,7 +318,7 @@ class DFA:
                     trie.append({})
                 t = nxt
             ends.add(t)
-        k = len(alpha.atoms)
+        atoms = range(len(alpha.atoms))
         index: dict[tuple[int, int], int] = {(self.start, 0): 0}
         order = [(self.start, 0)]
         trans: list[list[int]] = []
@@ -328,8 +329,8 @@ class DFA:
             i += 1
             accept.append(self.accept[q] and t not in ends)
             row = []
-            for a in range(k):
-                key = (self.trans[q][old_atom[a]], trie[t].get(a, -1) if t >= 0 else -1)
+            children = map(trie[t].get, atoms, repeat(-1)) if t >= 0 else repeat(-1)
+            for key in zip(map(self.trans[q].__getitem__, old_atom), children):
                 j = index.get(key)
                 if j is None:
                     if len(order) >= MAX_DFA_STATES:
@@ -445,14 +446,16 @@ class DFA:
     def live_edges(self) -> tuple[list[bool], list[dict[int, cs.Charset]]]:
         """Live states and, per live state, live target → charset of the transition."""
         live = self.live_states()
+        bits = [1 << a for a in range(len(self.alpha.atoms))]
+        charset = self.alpha.charset
         out: list[dict[int, cs.Charset]] = []
-        for q in range(self.n):
+        for q, row in enumerate(self.trans):
             d: dict[int, int] = {}
             if live[q]:
-                for a, r in enumerate(self.trans[q]):
+                for r, bit in zip(row, bits):
                     if live[r]:
-                        d[r] = d.get(r, 0) | (1 << a)
-            out.append({r: self.alpha.charset(m) for r, m in d.items()})
+                        d[r] = d.get(r, 0) | bit
+            out.append({r: charset(m) for r, m in d.items()})
         return live, out
 
     # --- conversion back to a regex ---
@@ -482,22 +485,25 @@ class DFA:
                 bwd[F][q] = rx.EPS
         remaining = set(states)
         total = 0
-        # rx.size memoized by identity (entries keep their node alive): edges are rebuilt from
-        # the same sub-nodes over and over, a full re-measure each time is quadratic
-        size_memo: dict[int, tuple[rx.Node, int]] = {}
+        # rx.size memoized by identity: edges are rebuilt from the same sub-nodes over and over,
+        # a full re-measure each time is quadratic. Measured nodes are kept alive in `measured`,
+        # so no id is reused while the memo holds it.
+        size_memo: dict[int, int] = {}
+        measured: list[rx.Node] = []
 
         def sized(node: rx.Node) -> int:
             got = size_memo.get(id(node))
-            if got is not None and got[0] is node:
-                return got[1]
+            if got is not None:
+                return got
             t = node[0]
             if t in ("cat", "alt"):
-                n = 1 + sum(sized(x) for x in node[1])
+                n = 1 + sum(map(sized, node[1]))
             elif t == "rep":
                 n = 1 + sized(node[1])
             else:
                 n = rx.size(node)
-            size_memo[id(node)] = (node, n)
+            size_memo[id(node)] = n
+            measured.append(node)
             return n
 
         def cost(s: int) -> int:
