@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from heapq import heapify, heappop, heappush
-from itertools import repeat
+from itertools import chain, repeat
 
 from . import _charset as cs
 from . import _regex as rx
@@ -38,16 +38,19 @@ def collect_sets(node: rx.Node, out: list[cs.Charset]) -> None:
 
 def make_atoms(sets: Iterable[cs.Charset]) -> list[cs.Charset]:
     """The coarsest partition of all code points refining every given charset."""
-    uniq = list(dict.fromkeys(sets))
-    bounds = {0, cs.MAX_CP + 1}
-    for s in uniq:
+    # a sweep over the boundaries: bit i of `sig` says whether the i-th distinct set holds the
+    # current code point; each boundary toggles the bits of the sets entered or left there
+    toggles = {0: 0, cs.MAX_CP + 1: 0}
+    for i, s in enumerate(dict.fromkeys(sets)):
+        bit = 1 << i
         for lo, hi in s:
-            bounds.add(lo)
-            bounds.add(hi + 1)
-    points = sorted(bounds)
-    groups: dict[tuple[bool, ...], list[cs.Interval]] = {}
+            toggles[lo] = toggles.get(lo, 0) ^ bit
+            toggles[hi + 1] = toggles.get(hi + 1, 0) ^ bit
+    points = sorted(toggles)
+    groups: dict[int, list[cs.Interval]] = {}
+    sig = 0
     for a, b in zip(points, points[1:]):
-        sig = tuple(cs.contains(s, a) for s in uniq)
+        sig ^= toggles[a]
         groups.setdefault(sig, []).append((a, b - 1))
     return [cs.make(v) for v in groups.values()]
 
@@ -164,13 +167,14 @@ class _NFA:
 
 
 class DFA:
-    """A total DFA over the atoms of ``alpha``."""
+    """A total DFA over the atoms of ``alpha``; never changed once built."""
 
     def __init__(self, alpha: Alphabet, trans: list[list[int]], accept: list[bool], start: int):
         self.alpha = alpha
         self.trans = trans
         self.accept = accept
         self.start = start
+        self._live_edges: tuple[list[bool], list[dict[int, cs.Charset]]] | None = None
 
     @property
     def n(self) -> int:
@@ -444,7 +448,10 @@ class DFA:
         return self.accept[q]
 
     def live_edges(self) -> tuple[list[bool], list[dict[int, cs.Charset]]]:
-        """Live states and, per live state, live target → charset of the transition."""
+        """Live states and, per live state, live target → charset of the transition (computed
+        once per DFA: realizing a DFA asks for them twice, for its regex and for its rules)."""
+        if self._live_edges is not None:
+            return self._live_edges
         live = self.live_states()
         bits = [1 << a for a in range(len(self.alpha.atoms))]
         charset = self.alpha.charset
@@ -456,6 +463,7 @@ class DFA:
                     if live[r]:
                         d[r] = d.get(r, 0) | bit
             out.append({r: charset(m) for r, m in d.items()})
+        self._live_edges = live, out
         return live, out
 
     # --- conversion back to a regex ---
@@ -679,25 +687,37 @@ def combine(
                     return got
         return states
 
-    atoms_of: dict[int, list[int]] = {}  # atom mask -> its atoms, ascending
+    atoms_of: dict[int, list[int]] = {}  # atom mask -> its atoms
+    nothing: frozenset[int] = frozenset()
+    all_atoms = (1 << natoms) - 1
 
     def step(states: frozenset[int]) -> list[frozenset[int]]:
-        targets: list[list[int]] = [[] for _ in range(natoms)]
+        """Per atom, the (canonical) closure of the targets of the edges on that atom."""
+        on_mask: dict[int, list[int]] = {}  # edge mask -> targets of the edges on it
         for q in states:
             for m, r in nfa.edges[q]:
-                got = atoms_of.get(m)
+                got = on_mask.get(m)
                 if got is None:
-                    got = atoms_of[m] = [a for a in range(natoms) if m >> a & 1]
-                for a in got:
-                    targets[a].append(r)
-        out = []
-        for t in targets:
-            key = frozenset(t)
+                    on_mask[m] = [r]
+                else:
+                    got.append(r)
+        # atoms that no edge mask separates (as masks) share one target set
+        classes = [all_atoms]
+        for m in on_mask:
+            classes = [part for c in classes for part in (c & m, c & ~m) if part]
+        out = [nothing] * natoms
+        for c in classes:
+            key = frozenset(chain.from_iterable(rs for m, rs in on_mask.items() if m & c))
+            if not key:
+                continue
             got = cache.get(key)
             if got is None:
-                got = canonical(closure(t)) if t else frozenset()
-                cache[key] = got
-            out.append(got)
+                got = cache[key] = canonical(closure(key))
+            members = atoms_of.get(c)
+            if members is None:
+                members = atoms_of[c] = [a for a in range(natoms) if c >> a & 1]
+            for a in members:
+                out[a] = got
         return out
 
     step_cache: dict[frozenset[int], list[frozenset[int]]] = {}
