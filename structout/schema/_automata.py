@@ -505,7 +505,10 @@ class DFA:
                 return got
             t = node[0]
             if t in ("cat", "alt"):
-                n = 1 + sum(map(sized, node[1]))
+                n = 1
+                for x in node[1]:  # most children are measured already: no call for them
+                    got = size_memo.get(id(x))
+                    n += sized(x) if got is None else got
             elif t == "rep":
                 n = 1 + sized(node[1])
             else:

@@ -44,6 +44,8 @@ def of_chars(chars: str) -> Charset:
 
 
 def union(*sets: Charset) -> Charset:
+    if len(sets) == 1:
+        return sets[0]  # a charset is normalized already
     return make(chain.from_iterable(sets))
 
 
