@@ -363,14 +363,16 @@ class DFA:
         number = seen.__getitem__
         tr = [list(map(number, self.trans[q])) for q in order]
         acc = [self.accept[q] for q in order]
-        # inv[a][r]: the states q (ascending) with tr[q][a] == r; entered[a]: the r with some
+        # inv[a][r]: the states q (ascending) with tr[q][a] == r; entered[a]: the states r
+        # with some such q
         inv: list[list[Sequence[int]]] = []
         entered: list[set[int]] = []
         for col in zip(*tr):
             inv_a: list[Sequence[int]] = [()] * n  # lists only where needed: fewer allocations
             for q, r in enumerate(col):
-                if inv_a[r]:
-                    inv_a[r].append(q)  # type: ignore[attr-defined]
+                pre = inv_a[r]
+                if isinstance(pre, list):
+                    pre.append(q)
                 else:
                     inv_a[r] = [q]
             inv.append(inv_a)
@@ -699,11 +701,11 @@ def combine(
         on_mask: dict[int, list[int]] = {}  # edge mask -> targets of the edges on it
         for q in states:
             for m, r in nfa.edges[q]:
-                got = on_mask.get(m)
-                if got is None:
+                rs = on_mask.get(m)
+                if rs is None:
                     on_mask[m] = [r]
                 else:
-                    got.append(r)
+                    rs.append(r)
         # atoms that no edge mask separates (as masks) share one target set
         classes = [all_atoms]
         for m in on_mask:
@@ -713,14 +715,14 @@ def combine(
             key = frozenset(chain.from_iterable(rs for m, rs in on_mask.items() if m & c))
             if not key:
                 continue
-            got = cache.get(key)
-            if got is None:
-                got = cache[key] = canonical(closure(key))
+            target = cache.get(key)
+            if target is None:
+                target = cache[key] = canonical(closure(key))
             members = atoms_of.get(c)
             if members is None:
                 members = atoms_of[c] = [a for a in range(natoms) if c >> a & 1]
             for a in members:
-                out[a] = got
+                out[a] = target
         return out
 
     step_cache: dict[frozenset[int], list[frozenset[int]]] = {}
