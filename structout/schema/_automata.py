@@ -10,6 +10,8 @@ Work is bounded: :class:`AutomatonTooLarge` is raised when a construction exceed
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from heapq import heapify, heappop, heappush
+from itertools import chain, repeat
 
 from . import _charset as cs
 from . import _regex as rx
@@ -36,16 +38,19 @@ def collect_sets(node: rx.Node, out: list[cs.Charset]) -> None:
 
 def make_atoms(sets: Iterable[cs.Charset]) -> list[cs.Charset]:
     """The coarsest partition of all code points refining every given charset."""
-    uniq = list(dict.fromkeys(sets))
-    bounds = {0, cs.MAX_CP + 1}
-    for s in uniq:
+    # a sweep over the boundaries: bit i of `sig` says whether the i-th distinct set holds the
+    # current code point; each boundary toggles the bits of the sets entered or left there
+    toggles = {0: 0, cs.MAX_CP + 1: 0}
+    for i, s in enumerate(dict.fromkeys(sets)):
+        bit = 1 << i
         for lo, hi in s:
-            bounds.add(lo)
-            bounds.add(hi + 1)
-    points = sorted(bounds)
-    groups: dict[tuple[bool, ...], list[cs.Interval]] = {}
+            toggles[lo] = toggles.get(lo, 0) ^ bit
+            toggles[hi + 1] = toggles.get(hi + 1, 0) ^ bit
+    points = sorted(toggles)
+    groups: dict[int, list[cs.Interval]] = {}
+    sig = 0
     for a, b in zip(points, points[1:]):
-        sig = tuple(cs.contains(s, a) for s in uniq)
+        sig ^= toggles[a]
         groups.setdefault(sig, []).append((a, b - 1))
     return [cs.make(v) for v in groups.values()]
 
@@ -162,13 +167,14 @@ class _NFA:
 
 
 class DFA:
-    """A total DFA over the atoms of ``alpha``."""
+    """A total DFA over the atoms of ``alpha``; never changed once built."""
 
     def __init__(self, alpha: Alphabet, trans: list[list[int]], accept: list[bool], start: int):
         self.alpha = alpha
         self.trans = trans
         self.accept = accept
         self.start = start
+        self._live_edges: tuple[list[bool], list[dict[int, cs.Charset]]] | None = None
 
     @property
     def n(self) -> int:
@@ -316,7 +322,7 @@ class DFA:
                     trie.append({})
                 t = nxt
             ends.add(t)
-        k = len(alpha.atoms)
+        atoms = range(len(alpha.atoms))
         index: dict[tuple[int, int], int] = {(self.start, 0): 0}
         order = [(self.start, 0)]
         trans: list[list[int]] = []
@@ -327,8 +333,8 @@ class DFA:
             i += 1
             accept.append(self.accept[q] and t not in ends)
             row = []
-            for a in range(k):
-                key = (self.trans[q][old_atom[a]], trie[t].get(a, -1) if t >= 0 else -1)
+            children = map(trie[t].get, atoms, repeat(-1)) if t >= 0 else repeat(-1)
+            for key in zip(map(self.trans[q].__getitem__, old_atom), children):
                 j = index.get(key)
                 if j is None:
                     if len(order) >= MAX_DFA_STATES:
@@ -340,26 +346,37 @@ class DFA:
         return DFA(alpha, trans, accept, 0).minimize()
 
     def minimize(self) -> DFA:
-        """Hopcroft partition refinement on the reachable part."""
+        """Hopcroft partition refinement on the reachable part.
+
+        Block numbers follow the order of splits, which follows the iteration order of the
+        ``work`` set: the same sequence of set operations gives the same numbering.
+        """
         k = len(self.alpha.atoms)
         seen = {self.start: 0}
         order = [self.start]
-        i = 0
-        while i < len(order):
-            q = order[i]
-            i += 1
+        for q in order:  # breadth-first; the loop sees states appended while it runs
             for r in self.trans[q]:
                 if r not in seen:
                     seen[r] = len(order)
                     order.append(r)
         n = len(order)
-        tr = [[seen[self.trans[q][a]] for a in range(k)] for q in order]
+        number = seen.__getitem__
+        tr = [list(map(number, self.trans[q])) for q in order]
         acc = [self.accept[q] for q in order]
-        inv: list[list[list[int]]] = [[[] for _ in range(n)] for _ in range(k)]
-        for q in range(n):
-            row = tr[q]
-            for a in range(k):
-                inv[a][row[a]].append(q)
+        # inv[a][r]: the states q (ascending) with tr[q][a] == r; entered[a]: the states r
+        # with some such q
+        inv: list[list[Sequence[int]]] = []
+        entered: list[set[int]] = []
+        for col in zip(*tr):
+            inv_a: list[Sequence[int]] = [()] * n  # lists only where needed: fewer allocations
+            for q, r in enumerate(col):
+                pre = inv_a[r]
+                if isinstance(pre, list):
+                    pre.append(q)
+                else:
+                    inv_a[r] = [q]
+            inv.append(inv_a)
+            entered.append(set(col))
         blocks: list[set[int]] = []
         block_of = [0] * n
         for initial in ([q for q in range(n) if acc[q]], [q for q in range(n) if not acc[q]]):
@@ -368,11 +385,15 @@ class DFA:
                     block_of[q] = len(blocks)
                 blocks.append(set(initial))
         work: set[tuple[int, int]] = {(b, a) for b in range(len(blocks)) for a in range(k)}
+        atoms = range(k)
         while work:
             b, a = work.pop()
+            block = blocks[b]
+            if entered[a].isdisjoint(block):
+                continue  # most splitters: no transition on a enters the block
             touched: dict[int, list[int]] = {}
             inv_a = inv[a]
-            for r in blocks[b]:
+            for r in block:
                 for q in inv_a[r]:
                     touched.setdefault(block_of[q], []).append(q)
             for bid, qs in touched.items():
@@ -384,11 +405,11 @@ class DFA:
                 blocks.append(new)
                 for q in new:
                     block_of[q] = nid
-                for c in range(k):
-                    if (bid, c) in work or len(new) <= len(blocks[bid]):
-                        work.add((nid, c))
-                    else:
-                        work.add((bid, c))
+                if len(new) <= len(blocks[bid]):
+                    work.update([(nid, c) for c in atoms])
+                else:
+                    for c in atoms:
+                        work.add((nid, c) if (bid, c) in work else (bid, c))
         nb = len(blocks)
         trans: list[list[int]] = [[] for _ in range(nb)]
         accept = [False] * nb
@@ -429,16 +450,22 @@ class DFA:
         return self.accept[q]
 
     def live_edges(self) -> tuple[list[bool], list[dict[int, cs.Charset]]]:
-        """Live states and, per live state, live target → charset of the transition."""
+        """Live states and, per live state, live target → charset of the transition (computed
+        once per DFA: realizing a DFA asks for them twice, for its regex and for its rules)."""
+        if self._live_edges is not None:
+            return self._live_edges
         live = self.live_states()
+        bits = [1 << a for a in range(len(self.alpha.atoms))]
+        charset = self.alpha.charset
         out: list[dict[int, cs.Charset]] = []
-        for q in range(self.n):
+        for q, row in enumerate(self.trans):
             d: dict[int, int] = {}
             if live[q]:
-                for a, r in enumerate(self.trans[q]):
+                for r, bit in zip(row, bits):
                     if live[r]:
-                        d[r] = d.get(r, 0) | (1 << a)
-            out.append({r: self.alpha.charset(m) for r, m in d.items()})
+                        d[r] = d.get(r, 0) | bit
+            out.append({r: charset(m) for r, m in d.items()})
+        self._live_edges = live, out
         return live, out
 
     # --- conversion back to a regex ---
@@ -468,33 +495,41 @@ class DFA:
                 bwd[F][q] = rx.EPS
         remaining = set(states)
         total = 0
-        # rx.size memoized by identity (entries keep their node alive): edges are rebuilt from
-        # the same sub-nodes over and over, a full re-measure each time is quadratic
-        size_memo: dict[int, tuple[rx.Node, int]] = {}
+        # rx.size memoized by identity: edges are rebuilt from the same sub-nodes over and over,
+        # a full re-measure each time is quadratic. Measured nodes are kept alive in `measured`,
+        # so no id is reused while the memo holds it.
+        size_memo: dict[int, int] = {}
+        measured: list[rx.Node] = []
 
         def sized(node: rx.Node) -> int:
             got = size_memo.get(id(node))
-            if got is not None and got[0] is node:
-                return got[1]
+            if got is not None:
+                return got
             t = node[0]
             if t in ("cat", "alt"):
-                n = 1 + sum(sized(x) for x in node[1])
+                n = 1
+                for x in node[1]:  # most children are measured already: no call for them
+                    got = size_memo.get(id(x))
+                    n += sized(x) if got is None else got
             elif t == "rep":
                 n = 1 + sized(node[1])
             else:
                 n = rx.size(node)
-            size_memo[id(node)] = (node, n)
+            size_memo[id(node)] = n
+            measured.append(node)
             return n
 
+        def cost(s: int) -> int:
+            return (len(bwd[s]) - (s in bwd[s])) * (len(fwd[s]) - (s in fwd[s]))
+
+        # eliminate the state with the smallest (in*out product, number): a heap with lazy
+        # deletion, holding each remaining state's current cost (and possibly stale ones)
+        heap = [(cost(s), s) for s in states]
+        heapify(heap)
         while remaining:
-            # pick the state with the smallest in*out product
-            k = min(
-                remaining,
-                key=lambda s: (
-                    (len(bwd[s]) - (s in bwd[s])) * (len(fwd[s]) - (s in fwd[s])),
-                    s,
-                ),
-            )
+            c, k = heappop(heap)
+            if k not in remaining or c != cost(k):
+                continue
             remaining.discard(k)
             loop = fwd[k].pop(k, None)
             bwd[k].pop(k, None)
@@ -518,6 +553,9 @@ class DFA:
                     bwd[j][i] = new
             del fwd[k]
             del bwd[k]
+            # only the neighbours' edge maps changed
+            for s in {i for i, _ in ins}.union(j for j, _ in outs).intersection(remaining):
+                heappush(heap, (cost(s), s))
         res = fwd[S].get(F, rx.NONE)
         return res
 
@@ -654,24 +692,37 @@ def combine(
                     return got
         return states
 
+    atoms_of: dict[int, list[int]] = {}  # atom mask -> its atoms
+    nothing: frozenset[int] = frozenset()
+    all_atoms = (1 << natoms) - 1
+
     def step(states: frozenset[int]) -> list[frozenset[int]]:
-        targets: list[list[int]] = [[] for _ in range(natoms)]
+        """Per atom, the (canonical) closure of the targets of the edges on that atom."""
+        on_mask: dict[int, list[int]] = {}  # edge mask -> targets of the edges on it
         for q in states:
             for m, r in nfa.edges[q]:
-                a = 0
-                while m:
-                    if m & 1:
-                        targets[a].append(r)
-                    m >>= 1
-                    a += 1
-        out = []
-        for t in targets:
-            key = frozenset(t)
-            got = cache.get(key)
-            if got is None:
-                got = canonical(closure(t)) if t else frozenset()
-                cache[key] = got
-            out.append(got)
+                rs = on_mask.get(m)
+                if rs is None:
+                    on_mask[m] = [r]
+                else:
+                    rs.append(r)
+        # atoms that no edge mask separates (as masks) share one target set
+        classes = [all_atoms]
+        for m in on_mask:
+            classes = [part for c in classes for part in (c & m, c & ~m) if part]
+        out = [nothing] * natoms
+        for c in classes:
+            key = frozenset(chain.from_iterable(rs for m, rs in on_mask.items() if m & c))
+            if not key:
+                continue
+            target = cache.get(key)
+            if target is None:
+                target = cache[key] = canonical(closure(key))
+            members = atoms_of.get(c)
+            if members is None:
+                members = atoms_of[c] = [a for a in range(natoms) if c >> a & 1]
+            for a in members:
+                out[a] = target
         return out
 
     step_cache: dict[frozenset[int], list[frozenset[int]]] = {}
@@ -684,7 +735,7 @@ def combine(
     while i < len(order):
         cur = order[i]
         i += 1
-        acc = evaluate(tuple(e in st for e, st in zip(ends, cur)))
+        acc = evaluate(tuple(map(frozenset.__contains__, cur, ends)))
         if stop_at_accept and acc:
             return True
         accept.append(acc)
@@ -696,8 +747,7 @@ def combine(
                 step_cache[st] = got
             nexts.append(got)
         row = []
-        for a in range(natoms):
-            key = tuple(n[a] for n in nexts)
+        for key in zip(*nexts):  # per atom, the tuple of the leaves' next state sets
             j = index.get(key)
             if j is None:
                 if len(order) >= MAX_DFA_STATES:

@@ -10,6 +10,7 @@ import sys
 import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import chain
 
 Interval = tuple[int, int]
 Charset = tuple[Interval, ...]
@@ -22,14 +23,16 @@ ANY: Charset = ((0, MAX_CP),)
 
 def make(intervals: Iterable[Interval]) -> Charset:
     """Normalize arbitrary intervals into a charset."""
-    items = sorted((lo, hi) for lo, hi in intervals if lo <= hi)
-    out: list[list[int]] = []
-    for lo, hi in items:
+    out: list[Interval] = []
+    for lo, hi in sorted(intervals):
+        if lo > hi:
+            continue
         if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
         else:
-            out.append([lo, hi])
-    return tuple((a, b) for a, b in out)
+            out.append((lo, hi))
+    return tuple(out)
 
 
 def single(cp: int) -> Charset:
@@ -41,7 +44,9 @@ def of_chars(chars: str) -> Charset:
 
 
 def union(*sets: Charset) -> Charset:
-    return make(iv for s in sets for iv in s)
+    if len(sets) == 1:
+        return sets[0]  # a charset is normalized already
+    return make(chain.from_iterable(sets))
 
 
 def complement(s: Charset) -> Charset:
