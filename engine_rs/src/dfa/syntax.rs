@@ -57,17 +57,35 @@ impl Parser<'_> {
     }
 
     /// Repeated atoms up to `|`, `)` or the end (empty pieces dropped, as `regex-syntax` does).
+    /// Characters not repeated are gathered into one literal (what `Hir::concat` would merge
+    /// them into), so a long literal is one allocation, not one per character.
     fn concat(&mut self, depth: usize) -> Option<Hir> {
         let mut items: Vec<Hir> = Vec::new();
+        let mut text: Vec<u8> = Vec::new();
         while let Some(b) = self.peek() {
             if b == b'|' || b == b')' {
                 break;
             }
-            let atom = self.atom(depth)?;
+            let atom = if b == b'(' || b == b'[' {
+                self.atom(depth)?
+            } else {
+                let c = self.literal_char(false)?;
+                if !matches!(self.peek(), Some(b'?' | b'*' | b'+' | b'{')) {
+                    text.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                    continue;
+                }
+                Hir::literal(c.encode_utf8(&mut [0; 4]).as_bytes())
+            };
             let item = self.repetition(atom)?;
             if !matches!(item.kind(), regex_syntax::hir::HirKind::Empty) {
+                if !text.is_empty() {
+                    items.push(Hir::literal(std::mem::take(&mut text)));
+                }
                 items.push(item);
             }
+        }
+        if !text.is_empty() {
+            items.push(Hir::literal(text));
         }
         Some(match items.len() {
             0 => Hir::empty(),
@@ -126,6 +144,7 @@ impl Parser<'_> {
         std::str::from_utf8(digits).ok()?.parse().ok()
     }
 
+    /// A group or a class (literal characters are read by `concat`).
     fn atom(&mut self, depth: usize) -> Option<Hir> {
         match self.peek()? {
             b'(' => {
@@ -140,10 +159,7 @@ impl Parser<'_> {
                 self.at += 1;
                 self.class()
             }
-            _ => {
-                let c = self.literal_char(false)?;
-                Some(Hir::literal(c.encode_utf8(&mut [0; 4]).as_bytes()))
-            }
+            _ => None, // literal characters are read by `concat`
         }
     }
 

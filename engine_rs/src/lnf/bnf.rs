@@ -102,7 +102,8 @@ impl Bnf {
 #[derive(Default)]
 pub struct UniqueProductions {
     list: Vec<Vec<Sym>>,
-    /// Hash of a production -> index of the first production with that hash.
+    /// Hash of a production -> index of the first production with that hash (built once the
+    /// list is long).
     first: FxHashMap<u64, u32>,
 }
 
@@ -128,10 +129,24 @@ impl UniqueProductions {
     }
 
     /// Whether `alt` is not in yet (recording its hash for the index it will take if it is).
+    /// Short lists (most nonterminals have a few productions) are scanned; the hash index is
+    /// built when a list grows past them.
     fn is_new(&mut self, alt: &[Sym]) -> bool {
-        let mut h = FxHasher::default();
-        alt.hash(&mut h);
-        match self.first.entry(h.finish()) {
+        const SCAN: usize = 8;
+        let hash = |a: &[Sym]| {
+            let mut h = FxHasher::default();
+            a.hash(&mut h);
+            h.finish()
+        };
+        if self.list.len() < SCAN {
+            return !self.list.iter().any(|a| a == alt);
+        }
+        if self.first.is_empty() {
+            for (i, a) in self.list.iter().enumerate() {
+                self.first.entry(hash(a)).or_insert(i as u32);
+            }
+        }
+        match self.first.entry(hash(alt)) {
             Entry::Vacant(e) => {
                 e.insert(self.list.len() as u32);
                 true
