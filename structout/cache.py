@@ -2,14 +2,9 @@
 
 Two layers:
 
-* **Schema → KBNF.** Keyed by a SHA-256 of the canonical schema JSON, the translator options and the
-  structout version. A schema given as plain data (dicts, lists, strings, numbers) is also found by
-  a *fast key* (:func:`fast_schema_key`: a SHA-256 of its ``marshal`` serialization, several times
-  cheaper than canonical JSON for a large schema); an entry is stored under both, so a process
-  that sees the same schema again skips the canonical JSON. Both keys follow the schema's key
-  order (the translation does: properties are emitted in the schema's order), and the fast key is
-  finer than the canonical one (same fast key ⇒ same value, types and key order ⇒ same canonical
-  key), so it never joins schemas the canonical key keeps apart. Kept in a bounded in-memory LRU and on disk under
+* **Schema → KBNF.** Keyed by a SHA-256 of the schema (its ``marshal`` form for plain data, else
+  its canonical JSON; in the schema's key order, which the translation follows), the translator
+  options and the structout version. Kept in a bounded in-memory LRU and on disk under
   ``STRUCTOUT_CACHE_DIR``
   (default: the user cache directory, e.g. ``~/.cache/structout``), so a second process starts warm.
   Disk entries are written atomically (temporary file in the same directory + ``os.replace``) and
@@ -53,7 +48,6 @@ __all__ = [
     "cache_stats",
     "clear_cache",
     "default_cache_dir",
-    "fast_schema_key",
     "get_default_cache",
     "schema_key",
 ]
@@ -87,63 +81,33 @@ def default_cache_dir() -> Path:
 
 
 def schema_key(schema: Any, options: Mapping[str, Any] | None = None) -> str:
-    """SHA-256 hex key of (canonical schema JSON, translator options, structout version).
+    """SHA-256 hex key of (schema, translator options, structout version, translator revision).
 
-    The schema part is ``structout.schema.canonical_schema_key`` (the schema's JSON with its keys
-    in their order, which the translation follows).
+    The schema part keeps the schema's key order, as the translation does (properties are emitted
+    in the schema's order). For plain data (dicts, lists, strings, numbers, booleans, None) it is
+    the ``marshal`` serialization, format 2 (no references or interning flags: equal data gives
+    equal bytes in every process of one Python version; several times cheaper than JSON for a
+    large schema); for anything else (a Pydantic type, a dict subclass) the canonical JSON of
+    ``structout.schema.canonical_schema_key``. Equal keys mean equal data, hence equal grammars.
     """
-    from structout.schema import canonical_json, canonical_schema_key
+    from structout.schema import _TRANSLATOR_REVISION, canonical_json, canonical_schema_key
 
-    canonical = canonical_schema_key(schema)
-    payload = canonical_json(
+    try:
+        part = b"marshal\0" + marshal.dumps(schema, 2)
+    except (ValueError, TypeError, RecursionError):  # not plain data
+        part = b"canonical\0" + canonical_schema_key(schema).encode()
+    salt = canonical_json(
         {
             "format": DISK_FORMAT,
-            "schema": canonical,
             "options": dict(options or {}),
             "structout": structout_version(),
+            "translator": _TRANSLATOR_REVISION,
+            "python": sys.version_info[:2],
         }
     )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-_fast_salt: dict[str, bytes] = {}
-
-
-def fast_schema_key(schema: Any, options: Mapping[str, Any] | None = None) -> str | None:
-    """A SHA-256 hex key of the schema's ``marshal`` serialization (format 2: no back-references
-    or interning flags, so equal data gives equal bytes in every process), the translator options,
-    the structout version, the translator revision and the Python version; None when the schema is
-    not plain data (``marshal`` refuses it, e.g. a dict subclass or another object, or nesting
-    deeper than ``marshal`` allows): then only :func:`schema_key` applies.
-
-    Finer than :func:`schema_key`: equal fast keys mean equal values of the same types in the same
-    key order, hence equal canonical JSON (bytes-like values, which ``marshal`` writes by content
-    alone, are not JSON Schema).
-    """
-    try:
-        blob = marshal.dumps(schema, 2)
-    except (ValueError, TypeError, RecursionError):
-        return None
-    opts = canonical_options(options)
-    salt = _fast_salt.get(opts)
-    if salt is None:
-        from structout.schema import canonical_schema_key
-
-        # The canonical key of a constant schema carries the structout version, the translator
-        # revision and the key defaults: a change of any of them changes every fast key.
-        salt = canonical_schema_key(True).encode() + b"\0" + opts.encode() + b"\0"
-        salt += f"{DISK_FORMAT}/{sys.version_info[0]}.{sys.version_info[1]}/".encode()
-        salt += structout_version().encode() + b"\0"
-        _fast_salt[opts] = salt
-    h = hashlib.sha256(salt)
-    h.update(blob)
+    h = hashlib.sha256(salt.encode("utf-8") + b"\0")
+    h.update(part)
     return h.hexdigest()
-
-
-def canonical_options(options: Mapping[str, Any] | None) -> str:
-    from structout.schema import canonical_json
-
-    return canonical_json(dict(options or {}))
 
 
 @dataclass
@@ -188,8 +152,6 @@ class CompileCache:
         self._directory = Path(directory) if directory is not None else None
         self.disk = disk
         self._kbnf: LRU[str, str] = LRU(max_memory_entries)
-        # fast key -> (text, canonical key)
-        self._fast: LRU[str, tuple[str, str]] = LRU(max_memory_entries)
         self._stats = CacheStats()
         self._stats_lock = threading.Lock()
         self._warned = False
@@ -204,11 +166,8 @@ class CompileCache:
         """Where compiled grammars are kept on disk (None when ``disk=False``)."""
         return self.directory / "grammars" if self.disk else None
 
-    def _entry_path(self, key: str, fast: bool = False) -> Path:
-        root = self.directory / "kbnf" / f"v{DISK_FORMAT}"
-        if fast:
-            root = root / "fast"
-        return root / key[:2] / f"{key}.kbnf"
+    def _entry_path(self, key: str) -> Path:
+        return self.directory / "kbnf" / f"v{DISK_FORMAT}" / key[:2] / f"{key}.kbnf"
 
     def _count(self, field: str) -> None:
         with self._stats_lock:
@@ -228,7 +187,6 @@ class CompileCache:
         from structout import _engine
 
         self._kbnf.clear()
-        self._fast.clear()
         _engine.configure_cache(int(_engine.cache_stats()["capacity"]), clear=True)
         if disk:
             # (`*.json`: entries of the first KBNF format)
@@ -253,55 +211,28 @@ class CompileCache:
         ``translate(schema)`` is called on a miss (its exceptions propagate unchanged, nothing is
         cached for a schema that fails to translate).
         """
-        fast = fast_schema_key(schema, options)
-        if fast is not None:
-            hit = self._fast.get(fast)
-            if hit is not None:
-                self._count("schema_memory_hits")
-                return hit
-            if self.disk:
-                found = self._read_disk(fast, fast=True)
-                if found is not None:
-                    self._count("schema_disk_hits")
-                    self._fast.put(fast, found)
-                    self._kbnf.put(found[1], found[0])
-                    return found
         key = schema_key(schema, options)
         text = self._kbnf.get(key)
         if text is not None:
             self._count("schema_memory_hits")
-            if fast is not None:
-                self._fast.put(fast, (text, key))
             return text, key
         if self.disk:
-            found = self._read_disk(key)
-            if found is not None:
-                text = found[0]
+            text = self._read_disk(key)
+            if text is not None:
                 self._count("schema_disk_hits")
                 self._kbnf.put(key, text)
-                if fast is not None:
-                    # Missing or unusable under the fast key (another key order, or an entry
-                    # written before fast keys): stored there once, for the next process.
-                    self._fast.put(fast, (text, key))
-                    self._write_disk(fast, text, canonical=key)
                 return text, key
         self._count("schema_misses")
         text = translate(schema)
         if not isinstance(text, str):
             raise TypeError(f"schema translator returned {type(text).__name__}, expected str")
         self._kbnf.put(key, text)
-        written = self.disk and self._write_disk(key, text)
-        if fast is not None:
-            self._fast.put(fast, (text, key))
-            if written:
-                self._write_disk(fast, text, canonical=key)
+        if self.disk:
+            self._write_disk(key, text)
         return text, key
 
-    def _read_disk(self, key: str, fast: bool = False) -> tuple[str, str] | None:
-        """The entry stored under ``key``: its text and its canonical schema key (``key`` itself
-        for an entry stored under the canonical key; the one it was written for under a fast key).
-        """
-        path = self._entry_path(key, fast)
+    def _read_disk(self, key: str) -> str | None:
+        path = self._entry_path(key)
         try:
             raw = path.read_bytes()
         except (FileNotFoundError, NotADirectoryError):
@@ -312,47 +243,36 @@ class CompileCache:
         header, newline, body = raw.partition(b"\n")
         try:
             entry = json.loads(header.decode("utf-8"))
-            canonical = entry.get("schema_key", key) if isinstance(entry, dict) else None
             ok = (
                 bool(newline)
                 and isinstance(entry, dict)
                 and entry.get("format") == DISK_FORMAT
                 and entry.get("key") == key
-                and isinstance(canonical, str)
-                and (canonical == key if not fast else len(canonical) == 64)
-                and entry.get("sha256") == _body_sha256(body, canonical if fast else None)
+                and entry.get("sha256") == hashlib.sha256(body).hexdigest()
             )
-            found = (body.decode("utf-8"), canonical) if ok and isinstance(canonical, str) else None
+            text = body.decode("utf-8") if ok else None
         except (ValueError, TypeError, RecursionError):
-            found = None
+            text = None
         # None: a corrupt or foreign file, a miss; the next write replaces it atomically.
-        return found
+        return text
 
-    def _write_disk(self, key: str, text: str, canonical: str | None = None) -> bool:
-        """Stores ``text`` under ``key``: its canonical schema key, or a fast key with
-        ``canonical`` the canonical key it stands for (part of that entry: not counted in
-        ``disk_writes``, and a failure is not reported twice). Whether it was written."""
-        path = self._entry_path(key, fast=canonical is not None)
+    def _write_disk(self, key: str, text: str) -> None:
+        path = self._entry_path(key)
         body = text.encode("utf-8")
         header = {
             "format": DISK_FORMAT,
             "key": key,
             "structout": structout_version(),
-            "sha256": _body_sha256(body, canonical),
+            "sha256": hashlib.sha256(body).hexdigest(),
         }
-        if canonical is not None:
-            header["schema_key"] = canonical
         # One line: json.dumps escapes every newline inside strings.
         data = json.dumps(header).encode("utf-8") + b"\n" + body
         try:
             atomic_write_bytes(path, data)
         except OSError as exc:
-            if canonical is None:
-                self._disk_problem(f"cannot write {path}: {exc}")
-            return False
-        if canonical is None:
-            self._count("disk_writes")
-        return True
+            self._disk_problem(f"cannot write {path}: {exc}")
+            return
+        self._count("disk_writes")
 
     def _disk_problem(self, message: str) -> None:
         self._count("disk_errors")
@@ -381,16 +301,6 @@ class CompileCache:
             {"memory": "grammar_hits", "disk": "grammar_disk_hits"}.get(origin, "grammar_misses")
         )
         return grammar
-
-
-def _body_sha256(body: bytes, canonical: str | None) -> str:
-    """The checksum of an entry: of its text, and for a copy under a fast key also of the
-    canonical key it names (returned to the caller, so a damaged one must not be trusted)."""
-    h = hashlib.sha256()
-    if canonical is not None:
-        h.update(canonical.encode("utf-8") + b"\n")
-    h.update(body)
-    return h.hexdigest()
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

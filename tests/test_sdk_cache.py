@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from structout.cache import CompileCache, default_cache_dir, fast_schema_key, schema_key
+from structout.cache import CompileCache, default_cache_dir, schema_key
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
@@ -32,6 +32,7 @@ def test_second_lookup_is_a_memory_hit(tmp_path: Path) -> None:
     cache = CompileCache(tmp_path)
     tr = CountingTranslator()
     text1, key1 = cache.kbnf_for_schema(SCHEMA, tr)
+    # An equal schema built anew (the key is of the data, not of the object).
     text2, key2 = cache.kbnf_for_schema(json.loads(json.dumps(SCHEMA)), tr)
     assert (text1, key1) == (text2, key2)
     assert tr.calls == 1
@@ -39,10 +40,6 @@ def test_second_lookup_is_a_memory_hit(tmp_path: Path) -> None:
     assert (s.schema_misses, s.schema_memory_hits, s.schema_disk_hits) == (1, 1, 0)
     assert s.disk_writes == 1
     assert s.as_dict()["schema_hits"] == 1
-    # The entry, and its copy under the fast key of the order it was translated in.
-    assert len(list(tmp_path.rglob(f"{key1}.kbnf"))) == 1
-    assert len(list(tmp_path.rglob(f"{fast_schema_key(SCHEMA)}.kbnf"))) == 1
-    assert len(list(tmp_path.rglob("*.kbnf"))) == 2
 
 
 def test_new_cache_object_hits_the_disk(tmp_path: Path) -> None:
@@ -61,6 +58,31 @@ def test_key_depends_on_options_and_schema() -> None:
     assert schema_key(SCHEMA) != schema_key({**SCHEMA, "required": []})
 
 
+def test_key_is_of_the_data_in_its_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    import structout.schema as schema_mod
+
+    # The translation follows the key order, so the key does too.
+    reordered = dict(reversed(list(SCHEMA.items())))
+    assert schema_key(reordered) != schema_key(SCHEMA)
+    for other in ({**SCHEMA, "required": []}, {**SCHEMA, "x": 1.0}, {**SCHEMA, "x": True}):
+        assert schema_key(other) != schema_key({**SCHEMA, "x": 1})
+
+    class Sub(dict):  # type: ignore[type-arg]
+        pass
+
+    # Not plain data: keyed by the canonical JSON instead, and still of the data.
+    assert schema_key(Sub(SCHEMA)) == schema_key(Sub(json.loads(json.dumps(SCHEMA))))
+    assert schema_key(Sub(SCHEMA)) != schema_key(Sub(reordered))
+    assert schema_key({"const": object()}) != schema_key({"const": 1})
+    cache = CompileCache(disk=False)
+    assert cache.kbnf_for_schema(Sub(SCHEMA), CountingTranslator())[1] == schema_key(Sub(SCHEMA))
+    # A new translator revision changes every key.
+    before = (schema_key(SCHEMA), schema_key(Sub(SCHEMA)))
+    monkeypatch.setattr(schema_mod, "_TRANSLATOR_REVISION", schema_mod._TRANSLATOR_REVISION + 1)
+    after = (schema_key(SCHEMA), schema_key(Sub(SCHEMA)))
+    assert before[0] != after[0] and before[1] != after[1]
+
+
 def test_memory_bound_is_respected(tmp_path: Path) -> None:
     cache = CompileCache(tmp_path, max_memory_entries=2, disk=False)
     tr = CountingTranslator()
@@ -72,109 +94,35 @@ def test_memory_bound_is_respected(tmp_path: Path) -> None:
     assert tr.calls == 4
 
 
-def _entries(root: Path, key: str) -> tuple[Path, Path]:
-    """The entry of ``SCHEMA`` under its canonical key and under its fast key."""
-    (canonical,) = root.rglob(f"{key}.kbnf")
-    (fast,) = root.rglob(f"{fast_schema_key(SCHEMA)}.kbnf")
-    return canonical, fast
-
-
 def test_corrupt_disk_entry_is_a_miss_and_gets_replaced(tmp_path: Path) -> None:
     tr = CountingTranslator()
     _, key = CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
-    files = _entries(tmp_path, key)
-    wholes = [f.read_bytes() for f in files]
-    expected = wholes[0].split(b"\n", 1)[1].decode()
-    for cut in (lambda w: w[: len(w) // 2], lambda w: w[:-1], lambda w: w.split(b"\n")[0]):
-        for torn in (cut, lambda _w: b"[" * 100_000):
-            for f, whole in zip(files, wholes):
-                f.write_bytes(torn(whole))  # a torn write, or a hostile header
-            cache = CompileCache(tmp_path)
-            cache.kbnf_for_schema(SCHEMA, tr)
-            assert cache.stats().schema_misses == 1
-            # Both rewritten: one line of JSON, then the text as it is.
-            for f, k in zip(files, (key, fast_schema_key(SCHEMA))):
-                header, text = f.read_bytes().split(b"\n", 1)
-                assert json.loads(header)["key"] == k and text.decode() == expected
-    assert tr.calls == 7
-    # No temporary files are left behind.
-    for f in files:
-        assert [p.name for p in f.parent.iterdir()] == [f.name]
-
-
-def test_one_damaged_copy_falls_back_to_the_other(tmp_path: Path) -> None:
-    tr = CountingTranslator()
-    text, key = CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
-    canonical, fast = _entries(tmp_path, key)
-    good_fast = fast.read_bytes()
-    # The fast copy damaged: found by the canonical key, and the fast copy rewritten.
-    fast.write_bytes(good_fast[:-3])
-    cache = CompileCache(tmp_path)
-    assert cache.kbnf_for_schema(SCHEMA, tr) == (text, key)
-    assert (cache.stats().schema_disk_hits, cache.stats().schema_misses) == (1, 0)
-    assert fast.read_bytes() == good_fast
-    # A fast copy whose canonical key is damaged (malformed, or another well-formed key) is
-    # not used either: the checksum covers it.
-    header, body = good_fast.split(b"\n", 1)
-    for damaged in ("x", key[:-1] + ("0" if key[-1] != "0" else "1")):
-        forged = json.loads(header)
-        forged["schema_key"] = damaged
-        fast.write_bytes(json.dumps(forged).encode() + b"\n" + body)
+    files = list(tmp_path.rglob(f"{key}.kbnf"))
+    assert len(files) == 1
+    whole = files[0].read_bytes()
+    expected = whole.split(b"\n", 1)[1].decode()
+    for torn in (whole[: len(whole) // 2], whole[:-1], whole.split(b"\n")[0], b"[" * 100_000):
+        files[0].write_bytes(torn)  # a torn write, or a hostile header
         cache = CompileCache(tmp_path)
-        assert cache.kbnf_for_schema(SCHEMA, tr) == (text, key)
-        assert (cache.stats().schema_disk_hits, cache.stats().schema_misses) == (1, 0)
-        assert fast.read_bytes() == good_fast
-    # The canonical copy damaged: the fast copy answers, with the canonical key.
-    canonical.write_bytes(b"[")
-    cache = CompileCache(tmp_path)
-    assert cache.kbnf_for_schema(SCHEMA, tr) == (text, key)
-    assert cache.stats().schema_disk_hits == 1
-    assert tr.calls == 1
-
-
-def test_fast_key_is_finer_than_the_canonical_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    import structout.cache as cache_mod
-    import structout.schema as schema_mod
-
-    reordered = dict(reversed(list(SCHEMA.items())))
-    assert schema_key(reordered) != schema_key(SCHEMA)
-    assert fast_schema_key(reordered) != fast_schema_key(SCHEMA)
-    assert fast_schema_key(json.loads(json.dumps(SCHEMA))) == fast_schema_key(SCHEMA)
-    assert fast_schema_key(SCHEMA) != fast_schema_key(SCHEMA, {"whitespace": "compact"})
-    for other in ({**SCHEMA, "required": []}, {**SCHEMA, "x": 1.0}, {**SCHEMA, "x": True}):
-        assert fast_schema_key(other) != fast_schema_key({**SCHEMA, "x": 1})
-
-    class Sub(dict):  # type: ignore[type-arg]
-        pass
-
-    # Not plain data: no fast key, the canonical key alone.
-    assert fast_schema_key(Sub(SCHEMA)) is None
-    assert fast_schema_key({"const": object()}) is None
-    cache = CompileCache(disk=False)
-    assert cache.kbnf_for_schema(Sub(SCHEMA), CountingTranslator())[1] == schema_key(SCHEMA)
-    # A new translator revision changes every fast key, as it changes every canonical key.
-    before = fast_schema_key(SCHEMA)
-    monkeypatch.setattr(schema_mod, "_TRANSLATOR_REVISION", schema_mod._TRANSLATOR_REVISION + 1)
-    monkeypatch.setattr(cache_mod, "_fast_salt", {})
-    assert fast_schema_key(SCHEMA) != before
+        cache.kbnf_for_schema(SCHEMA, tr)
+        assert cache.stats().schema_misses == 1
+        # Rewritten: one line of JSON, then the text as it is.
+        header, text = files[0].read_bytes().split(b"\n", 1)
+        assert json.loads(header)["key"] == key and text.decode() == expected
+    assert tr.calls == 5
+    # No temporary files are left behind.
+    assert [p.name for p in files[0].parent.iterdir()] == [files[0].name]
 
 
 def test_tampered_entry_fails_the_checksum(tmp_path: Path) -> None:
     tr = CountingTranslator()
     _, key = CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
-    for path in _entries(tmp_path, key):
-        header, _ = path.read_bytes().split(b"\n", 1)
-        path.write_bytes(header + b"\nstart ::= 'evil' ;")
+    path = next(tmp_path.rglob(f"{key}.kbnf"))
+    header, _ = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(header + b"\nstart ::= 'evil' ;")
     cache = CompileCache(tmp_path)
     text, _ = cache.kbnf_for_schema(SCHEMA, tr)
     assert text == tr(SCHEMA) and cache.stats().schema_misses == 1
-    # The fast copy alone tampered: the canonical copy answers.
-    _, fast = _entries(tmp_path, key)
-    header, _ = fast.read_bytes().split(b"\n", 1)
-    fast.write_bytes(header + b"\nstart ::= 'evil' ;")
-    cache = CompileCache(tmp_path)
-    text, _ = cache.kbnf_for_schema(SCHEMA, tr)
-    assert text == tr(SCHEMA) and cache.stats().schema_disk_hits == 1
 
 
 def test_unwritable_directory_degrades_to_memory(tmp_path: Path) -> None:
@@ -248,8 +196,7 @@ def test_many_processes_share_one_directory(tmp_path: Path) -> None:
         texts = list(pool.map(_write_same_key, [str(tmp_path)] * 8))
     assert len(set(texts)) == 1
     entries = list(tmp_path.rglob("*.kbnf"))
-    assert len(entries) == 2  # the entry, and its copy under the fast key
-    assert len(list(tmp_path.rglob(f"{fast_schema_key(SCHEMA)}.kbnf"))) == 1
+    assert len(entries) == 1
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
 
 
