@@ -85,6 +85,14 @@ impl<'a> RightLinear<'a> {
         let mut start = Set::default();
         self.enter(entry, &mut start, &mut scratch);
         start.normalize();
+        // Counts `n` more items of the sets produced against the size limit.
+        let hold = |n: usize| {
+            held.set(held.get() + n);
+            if held.get() * 16 > size_limit {
+                return Err(DfaError::TooBig { limit: size_limit });
+            }
+            Ok(())
+        };
         // One set's successor on byte `b`, into `next`; false when dead.
         let mut step = |set: &Set, b: u8, next: &mut Set| -> Result<bool, DfaError> {
             next.items.clear();
@@ -100,10 +108,7 @@ impl<'a> RightLinear<'a> {
                 return Ok(false);
             }
             next.normalize();
-            held.set(held.get() + next.items.len());
-            if held.get() * 16 > size_limit {
-                return Err(DfaError::TooBig { limit: size_limit });
-            }
+            hold(next.items.len())?;
             Ok(true)
         };
         let mut next = Set::default();
@@ -117,11 +122,14 @@ impl<'a> RightLinear<'a> {
                     return Err(DfaError::TooSlow { steps: left });
                 }
                 steps.set(left - cost);
+                // Inside one terminal (most sets): the successor is that terminal's next state
+                // alone, unless it can end there (then the closure decides).
+                let single = match (set.items.as_slice(), set.accept) {
+                    (&[(p, i, s)], false) => Some((p, i, s, &self.prods[p as usize].0[i as usize])),
+                    _ => None,
+                };
                 for (c, &b) in self.reps.iter().enumerate() {
-                    // Inside one terminal (most sets): the successor is that terminal's next
-                    // state alone, unless it can end there (then the closure decides).
-                    if let (&[(p, i, s)], false) = (set.items.as_slice(), set.accept) {
-                        let part = &self.prods[p as usize].0[i as usize];
+                    if let Some((p, i, s, part)) = single {
                         let t = part.next(s, b);
                         if t == super::DEAD {
                             continue;
@@ -131,10 +139,7 @@ impl<'a> RightLinear<'a> {
                                 next.items.clear();
                                 next.items.push((p, i, t));
                                 next.accept = false;
-                                held.set(held.get() + 1);
-                                if held.get() * 16 > size_limit {
-                                    return Err(DfaError::TooBig { limit: size_limit });
-                                }
+                                hold(1)?;
                                 row[c] = ids.id(&next)?;
                             }
                             continue;

@@ -125,7 +125,7 @@ impl Explored {
 pub(super) fn explore<K, N, A>(
     start: K,
     reps: &[u8],
-    next: N,
+    mut next: N,
     accept: A,
     size_limit: usize,
 ) -> Result<Explored, DfaError>
@@ -134,46 +134,20 @@ where
     N: FnMut(&K, u8) -> Result<Option<K>, DfaError>,
     A: Fn(&K) -> bool,
 {
-    explore_indexed(
+    explore_rows(
         start,
         reps,
-        next,
-        accept,
-        size_limit,
-        &mut FxHashMap::default(),
-    )
-}
-
-/// [`explore`] with the state ids kept by `index` (see [`explore_into`]).
-fn explore_indexed<K, N, A, I>(
-    start: K,
-    reps: &[u8],
-    mut next: N,
-    accept: A,
-    size_limit: usize,
-    index: &mut I,
-) -> Result<Explored, DfaError>
-where
-    K: Clone,
-    N: FnMut(&K, u8) -> Result<Option<K>, DfaError>,
-    A: Fn(&K) -> bool,
-    I: StateIndex<K>,
-{
-    explore_into(
-        start,
-        reps,
-        |k, b, out| {
-            Ok(match next(k, b)? {
-                Some(t) => {
-                    *out = t;
-                    true
+        |key, row, ids| {
+            for (c, &b) in reps.iter().enumerate() {
+                if let Some(t) = next(key, b)? {
+                    row[c] = ids.id(&t)?;
                 }
-                None => false,
-            })
+            }
+            Ok(())
         },
         accept,
         size_limit,
-        index,
+        &mut FxHashMap::default(),
     )
 }
 
