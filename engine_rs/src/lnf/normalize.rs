@@ -574,6 +574,7 @@ fn merge_terminal_runs(bnf: &mut Bnf, merger: &mut Merger) {
                 && (matches!(w[0], Sym::Regex(_)) || matches!(w[1], Sym::Regex(_)))
         })
     };
+    let mut uses = RegexUses::of(bnf);
     for nt in 0..bnf.rules.len() {
         for a in 0..bnf.rules[nt].len() {
             if !mergeable(&bnf.rules[nt][a]) {
@@ -591,7 +592,10 @@ fn merge_terminal_runs(bnf: &mut Bnf, merger: &mut Merger) {
                 let has_regex = run.iter().any(|s| matches!(s, Sym::Regex(_)));
                 if run.len() >= 2 && has_regex {
                     match merger.merge(bnf, Combine::Concat, run.to_vec()) {
-                        Some(id) => out.push(Sym::Regex(id)),
+                        Some(id) => {
+                            out.push(Sym::Regex(id));
+                            uses.replace(bnf, run, id);
+                        }
                         None => out.extend_from_slice(run),
                     }
                     i = j;
@@ -604,6 +608,41 @@ fn merge_terminal_runs(bnf: &mut Bnf, merger: &mut Merger) {
                 }
             }
             bnf.rules[nt][a] = out;
+        }
+    }
+}
+
+/// How many times each regex terminal occurs in the productions, so that a merge pass frees the
+/// automaton of a terminal as soon as merges have replaced its last occurrence: the merged
+/// automata copy their parts, and a grammar of many large ones (object bodies between braces)
+/// would otherwise hold every part and every copy until the end of the compilation.
+struct RegexUses(Vec<u32>);
+
+impl RegexUses {
+    fn of(bnf: &Bnf) -> RegexUses {
+        let mut uses = vec![0u32; bnf.regexes.len()];
+        for s in bnf.rules.iter().flatten().flatten() {
+            if let Sym::Regex(r) = s {
+                uses[*r as usize] += 1;
+            }
+        }
+        RegexUses(uses)
+    }
+
+    /// `run` has been replaced by the regex terminal `merged` in one production.
+    fn replace(&mut self, bnf: &mut Bnf, run: &[Sym], merged: u32) {
+        self.0.resize(bnf.regexes.len(), 0);
+        self.0[merged as usize] += 1;
+        for s in run {
+            if let Sym::Regex(r) = *s {
+                let n = &mut self.0[r as usize];
+                *n -= 1;
+                if *n == 0 {
+                    // No production refers to it any more, and none will: later passes only
+                    // rearrange the symbols that productions already have.
+                    bnf.regexes[r as usize].dfa = Dfa::empty();
+                }
+            }
         }
     }
 }
@@ -670,5 +709,60 @@ fn merge_equal_nonterminals(bnf: &mut Bnf) {
             *alts = unique.into_vec();
         }
         remove_useless(bnf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kbnf::parser;
+    use crate::lnf::lower;
+
+    fn normalized(text: &str) -> Bnf {
+        let opts = CompileOptions::default();
+        let ast = parser::parse(text, opts.max_repetition).unwrap();
+        let mut bnf = lower::lower(&ast, &opts).unwrap();
+        normalize(&mut bnf, &opts).unwrap();
+        bnf
+    }
+
+    #[test]
+    fn merged_parts_are_freed_with_their_last_use() {
+        // `body` collapses to one automaton, merged with the braces around it (its only use);
+        // `item` is also used alone, so it must stay.
+        let bnf = normalized(
+            "start ::= '{' body '}' | '[' start ']' | '(' item ')' | item start;\n\
+             body ::= 'a' body | 'b';\n\
+             item ::= #\"[0-9]+\";",
+        );
+        let used: FxHashSet<u32> = bnf
+            .rules
+            .iter()
+            .flatten()
+            .flatten()
+            .filter_map(|s| match s {
+                Sym::Regex(r) => Some(*r),
+                _ => None,
+            })
+            .collect();
+        let by_name = |name: &str| {
+            bnf.regexes
+                .iter()
+                .position(|r| r.pattern == name)
+                .unwrap_or_else(|| panic!("no regex {name}"))
+        };
+        let body = by_name("<regular body>");
+        assert!(!used.contains(&(body as u32)));
+        assert!(
+            bnf.regexes[body].dfa.start() == crate::dfa::DEAD,
+            "not freed"
+        );
+        let item = by_name("[0-9]+");
+        assert!(used.contains(&(item as u32)));
+        assert!(bnf.regexes[item].dfa.matches(b"42"));
+        // Every automaton a production refers to is intact.
+        for r in used {
+            assert!(bnf.regexes[r as usize].dfa.matches_nonempty());
+        }
     }
 }
