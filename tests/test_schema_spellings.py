@@ -286,3 +286,26 @@ def test_additional_key_spellings_on_and_off_the_named_keys_trie() -> None:
     # "known" in any spelling with an integer value is invalid; "\u006bx" is a valid subset miss.
     for doc in [b'{"known": 1}', b'{"\\u006bnown": 1}', b'{"kno\\u0077n": 1}', b'{"\\u006bx": 1}']:
         assert not g.accepts(doc), doc
+
+
+def test_literal_strings_keep_every_escape_spelling() -> None:
+    # Enum and const strings are mostly characters JSON spells only as themselves, which the
+    # translator copies as they are; '/', '"', '\\' and controls have other spellings ('\\/'
+    # is what some encoders write for '/'), each of which decodes to the same valid value
+    # (printable ASCII as \\u00XX is outside the grammar by design, see the module docstring).
+    values = ["a/b", 'say "hi"', "back\\slash", "tab\there", "plain"]
+    schema = {"enum": values}
+    g = compile_grammar(to_kbnf(schema))
+    spelled = {
+        "a/b": [b'"a/b"', b'"a\\/b"'],
+        'say "hi"': [b'"say \\"hi\\""'],
+        "back\\slash": [b'"back\\\\slash"'],
+        "tab\there": [b'"tab\\there"', b'"tab\\u0009here"'],
+        "plain": [b'"plain"'],
+    }
+    for value, docs in spelled.items():
+        for doc in docs:
+            assert json.loads(doc) == value
+            assert g.accepts(doc), doc
+    for doc in [b'"a\\/c"', b'"plain/"', b'"a//b"', b'"say hi"']:
+        assert not g.accepts(doc), doc

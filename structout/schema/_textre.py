@@ -199,7 +199,9 @@ def encode_json(node: rx.Node, compact: bool = False) -> rx.Node:
             return got[1]
         t = n[0]
         res: rx.Node
-        if t == "set":
+        if id(n) in _SELF_SPELLED_ASCII:
+            res = n  # (what encode_set gives for a character JSON spells only as itself)
+        elif t == "set":
             res = encode_set(n[1], compact)
             if res == n:
                 res = n
@@ -218,6 +220,14 @@ def encode_json(node: rx.Node, compact: bool = False) -> rx.Node:
         return res
 
     return enc(node)
+
+
+#: Ids of the interned one-character nodes (``rx.lit``'s) of the characters JSON spells only as
+#: themselves: most characters of literal strings (enums, constants, keys), skipped by
+#: :func:`encode_json` without a call to :func:`encode_set`.
+_SELF_SPELLED_ASCII: frozenset[int] = frozenset(
+    id(n) for n in rx._ASCII_SETS if not cs.intersect(n[1], _NOT_SELF_SPELLED)
+)
 
 
 def _normal(n: rx.Node) -> bool:
