@@ -172,3 +172,41 @@ def test_length_bounds_that_no_string_of_the_pattern_meets_are_empty() -> None:
     fits = {"type": "string", "pattern": "^(aa|aaaa)$", "minLength": 2, "maxLength": 3}
     g = compile_grammar(to_kbnf(fits))
     assert [g.accepts(json.dumps(s).encode()) for s in ["aa", "aaaa"]] == [True, False]
+
+
+def test_finite_strings_stops_before_building_past_its_limit() -> None:
+    # `[0-9A-Za-z_-]{1,255}` (a key pattern) is finite but has far more strings than any limit:
+    # the enumeration must give up when the next layer's length passes the limit, not after
+    # building it (64^3 strings, ~17 MB, for 20,000 allowed). Memory is the observable.
+    import tracemalloc
+
+    from structout.schema import _charset as cs
+    from structout.schema import _regex as rx
+
+    key = rx.rep(
+        rx.cset(cs.make([(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x5F, 0x5F), (0x2D, 0x2D)])),
+        1,
+        255,
+    )
+    word = rx.cat(rx.lit("ab"), rx.rep(rx.cset(cs.make([(0x61, 0x7A)])), 2, 2))
+    tracemalloc.start()
+    try:
+        assert rx.finite_strings(key, 20000) is None
+        assert rx.finite_strings(
+            rx.cat(rx.rep(rx.cset(cs.make([(0x61, 0x7A)])), 3, 3), rx.lit("x")), 20000
+        ) == sorted(
+            a + b + c + "x"
+            for a in map(chr, range(97, 123))
+            for b in map(chr, range(97, 123))
+            for c in map(chr, range(97, 123))
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, peak
+    # At the limit exactly, the strings are all there; one more and there are none.
+    assert (
+        rx.finite_strings(word, 26 * 26) is not None
+        and len(rx.finite_strings(word, 26 * 26) or []) == 676
+    )
+    assert rx.finite_strings(word, 26 * 26 - 1) is None

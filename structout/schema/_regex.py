@@ -785,11 +785,9 @@ def finite_strings(node: Node, limit: int = 64) -> list[str] | None:
         acc = [""]
         for x in items:
             f = finite_strings(x, limit)
-            if f is None:
+            if f is None or len(acc) * len(f) > limit:  # (the product's length, before building it)
                 return None
             acc = [a + b for a in acc for b in f]
-            if len(acc) > limit:
-                return None
         return sorted(set(acc))
     if t == "rep":
         if node[3] is None:
@@ -804,9 +802,11 @@ def finite_strings(node: Node, limit: int = 64) -> list[str] | None:
                 out_set.update(layer)
             if k == node[3]:
                 break
-            layer = [a + b for a in layer for b in f]
-            if len(layer) > limit or len(out_set) > limit:
+            # (the next layer's length, known before it is built: `x{1,255}` over 64 characters
+            # must stop here, not after building 64^3 strings)
+            if len(layer) * len(f) > limit or len(out_set) > limit:
                 return None
+            layer = [a + b for a in layer for b in f]
         return sorted(out_set)
     raise AssertionError(t)
 
