@@ -53,8 +53,12 @@ _NOT_SURROGATES: cs.Charset = cs.complement(cs.SURROGATES)
 _NOT_SELF_SPELLED: cs.Charset = cs.complement(cs.difference(((0x20, 0x7E),), cs.of_chars('"\\/')))
 
 
+@lru_cache(maxsize=4096)
 def hex_range(lo: int, hi: int, width: int = 4) -> rx.Node:
-    """Regex for hex numerals of exactly ``width`` digits (either case) with value in [lo, hi]."""
+    """Regex for hex numerals of exactly ``width`` digits (either case) with value in [lo, hi].
+
+    Memoized: the sets of a key complement (every character but one, per trie node) spell the
+    same control and non-ASCII ranges as ``\\uXXXX`` each."""
     return _digits_range(_digits(lo, width), _digits(hi, width), 16, HEX_CHARS)
 
 
