@@ -88,6 +88,12 @@ def byte_level_alphabet() -> str:
     """The GPT-2 byte-level alphabet: character ``i`` spells byte ``i`` in byte-level BPE token
     strings (``"Ġ"`` for a space)."""
 
+#: Regex terminals whose automata the engine builds once per process: the JSON lexemes the
+#: schema translator writes (number, integer, string body, non-empty string), in its spelling. A
+#: grammar whose terminal is spelled exactly so skips building it; any other spelling of the same
+#: language is built as usual (only speed depends on the spelling).
+PREBUILT_PATTERNS: tuple[str, ...]
+
 def builtin_grammar(name: str) -> str:
     """The KBNF text of a grammar bundled with the engine (e.g. ``"json"``); ``KeyError`` if
     there is none of that name."""

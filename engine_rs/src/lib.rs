@@ -26,7 +26,7 @@ pub mod vocab;
 #[cfg(feature = "python")]
 mod python;
 
-pub use dfa::ByteSet;
+pub use dfa::{ByteSet, PREBUILT_PATTERNS};
 pub use earley::{Recognizer, ScanItem};
 pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
 pub use grammar::Grammar;

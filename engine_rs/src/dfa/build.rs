@@ -14,12 +14,21 @@ use regex_syntax::hir::{Hir, HirKind, Repetition};
 use rustc_hash::FxHashMap;
 
 use super::{
-    explore, product_classes, repeat, subset, utf8, CombineBudget, Dfa, DfaError, Part, UNROLL_MIN,
+    constants, explore, product_classes, repeat, subset, utf8, CombineBudget, Dfa, DfaError, Part,
+    UNROLL_MIN,
 };
 
 impl Dfa {
     /// Compiles a regex (Rust `regex` syntax) matched in full against the input.
     pub fn from_regex(pattern: &str, size_limit: usize) -> Result<Dfa, DfaError> {
+        if let Some(dfa) = constants::known(pattern, size_limit) {
+            return Ok(dfa);
+        }
+        Dfa::build_regex(pattern, size_limit)
+    }
+
+    /// [`Dfa::from_regex`] without the [`constants`] table.
+    pub(super) fn build_regex(pattern: &str, size_limit: usize) -> Result<Dfa, DfaError> {
         let hir = parse(pattern, size_limit)?;
         if let Some(dfa) = Dfa::from_bounded_repetition(&hir, size_limit) {
             return Ok(dfa);

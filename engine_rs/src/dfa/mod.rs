@@ -17,12 +17,14 @@
 //! bound their strings' lengths, [`repeat`] unrolls bounded repetitions, [`table`] turns any of
 //! these into the flat table (pruning to co-reachable states), [`regular`] flattens right-linear
 //! rules, [`words`] builds JSON strings that avoid a set of words (object keys other than the
-//! named ones), [`persist`] encodes automata for the disk cache; [`chars`] and [`utf8`] are small
+//! named ones), [`constants`] keeps the automata of the translator's JSON lexemes (built once per
+//! process), [`persist`] encodes automata for the disk cache; [`chars`] and [`utf8`] are small
 //! character automata.
 
 mod build;
 mod chars;
 mod combine;
+mod constants;
 mod count;
 mod counted;
 mod persist;
@@ -41,6 +43,7 @@ mod tests;
 
 pub use build::{escape_bytes, PATTERN_BYTES_PER_LIMIT};
 pub use combine::{CombineBudget, Part};
+pub use constants::PREBUILT_PATTERNS;
 #[cfg(test)]
 pub(crate) use count::test_form;
 pub use count::CharCount;

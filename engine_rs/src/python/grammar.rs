@@ -165,5 +165,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRecognizer>()?;
     m.add_function(wrap_pyfunction!(compile_grammar, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_grammar, m)?)?;
+    m.add(
+        "PREBUILT_PATTERNS",
+        pyo3::types::PyTuple::new(m.py(), crate::PREBUILT_PATTERNS)?,
+    )?;
     Ok(())
 }
