@@ -42,36 +42,24 @@ const NO_NODE: u32 = u32::MAX;
 /// The longest spelling of one character: a surrogate pair `\uD83D\uDE00`.
 const MAX_SPELLING: usize = 12;
 
-/// The bytes of a character read so far (a proper prefix of its spelling). Bytes past `len` are
-/// always zero (only [`Partial::with`] writes them), so equal prefixes are equal values.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-struct Partial {
-    len: u8,
-    bytes: [u8; MAX_SPELLING],
-}
-
-/// Hashed as one 128-bit word: states are hashed once per transition while the automaton is
-/// explored, and a derived hash of the byte array goes through the slice path byte by byte.
-impl std::hash::Hash for Partial {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let mut word = [0u8; 16];
-        word[0] = self.len;
-        word[1..=MAX_SPELLING].copy_from_slice(&self.bytes);
-        state.write_u128(u128::from_le_bytes(word));
-    }
-}
+/// The bytes of a character read so far (a proper prefix of its spelling), packed in one
+/// 128-bit word: byte 0 is the length, bytes `1..=len` the bytes read, the rest zero (so equal
+/// prefixes are equal values). One word because states are compared and hashed once per
+/// transition while the automaton is explored, and built in registers (no byte stores to reload).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+struct Partial(u128);
 
 impl Partial {
-    fn with(mut self, b: u8) -> Option<Partial> {
-        if self.len as usize == MAX_SPELLING {
-            return None;
-        }
-        self.bytes[self.len as usize] = b;
-        self.len += 1;
-        Some(self)
+    fn len(self) -> usize {
+        (self.0 & 0xFF) as usize
     }
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len as usize]
+    fn with(self, b: u8) -> Option<Partial> {
+        let n = self.len();
+        (n < MAX_SPELLING).then(|| Partial(self.0 + 1 + ((b as u128) << (8 * (n + 1)))))
+    }
+    /// The word's bytes: the bytes read are `[1..=len]`.
+    fn bytes(self) -> [u8; 16] {
+        self.0.to_le_bytes()
     }
 }
 
@@ -80,8 +68,14 @@ enum State {
     /// Before the opening quote.
     Open,
     /// The decoded prefix is the path of `node` (or, for [`NO_NODE`], was one before the
-    /// escape being read); `partial` holds the current character's bytes.
-    Trie { node: u32, partial: Partial },
+    /// escape being read); `partial` holds the current character's bytes, and `at` is the
+    /// [`BODY`] state they lead to from its start (a function of `partial`, kept so that a step
+    /// is one transition, not a rerun of the character).
+    Trie {
+        node: u32,
+        partial: Partial,
+        at: u32,
+    },
     /// Off the trie: a state of the [`BODY`] automaton.
     Free(u32),
 }
@@ -97,7 +91,7 @@ struct WordIndex {
 impl WordIndex {
     fn dense_key(&self, s: &State) -> Option<usize> {
         match *s {
-            State::Trie { node, partial } if partial.len == 0 && node != NO_NODE => {
+            State::Trie { node, partial, .. } if partial.len() == 0 && node != NO_NODE => {
                 Some(node as usize)
             }
             State::Free(g) => Some(self.trie_nodes + g as usize),
@@ -188,15 +182,26 @@ impl Trie {
     }
 }
 
-/// `P`: the printable ASCII characters (but `"` and `\`) occurring in the words.
-struct CharSet([bool; 128]);
+/// `P`: the printable ASCII characters (but `"` and `\`) occurring in the words, as a bit set
+/// (asked once per state and byte class while the automaton is explored: O(1) range tests).
+struct CharSet(u128);
 
 impl CharSet {
-    fn contains(&self, cp: u32) -> bool {
-        cp < 128 && self.0[cp as usize]
+    fn insert(&mut self, cp: u32) {
+        self.0 |= 1 << cp;
     }
+    fn contains(&self, cp: u32) -> bool {
+        cp < 128 && self.0 >> cp & 1 == 1
+    }
+    /// Whether a character of `lo..=hi` is in the set.
     fn meets(&self, lo: u32, hi: u32) -> bool {
-        (lo..=hi.min(127)).any(|c| self.0[c as usize])
+        if lo > hi || lo >= 128 {
+            return false;
+        }
+        let hi = hi.min(127);
+        // Bits lo..=hi.
+        let mask = (u128::MAX >> (127 - hi)) & (u128::MAX << lo);
+        self.0 & mask != 0
     }
 }
 
@@ -338,11 +343,11 @@ impl Dfa {
 fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), DfaError> {
     let body = body()?;
     let trie = Trie::new(words);
-    let mut p = CharSet([false; 128]);
+    let mut p = CharSet(0);
     for w in words {
         for ch in w.chars() {
             if (' '..='~').contains(&ch) && ch != '"' && ch != '\\' {
-                p.0[ch as usize] = true;
+                p.insert(ch as u32);
             }
         }
     }
@@ -360,10 +365,11 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
         let mine = if special[b as usize] { b as u32 + 1 } else { 0 };
         (body.byte_class(b), mine)
     });
-    let run_body = |bytes: &[u8]| {
-        bytes.iter().try_fold(body.start(), |s, &b| {
-            Some(body.next(s, b)).filter(|&t| t != DEAD)
-        })
+    // A trie node between characters (`at` is then the body's start).
+    let boundary = |node: u32| State::Trie {
+        node,
+        partial: Partial::default(),
+        at: body.start(),
     };
     let mut index = WordIndex {
         trie_nodes: trie.word_end.len(),
@@ -372,15 +378,12 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
     };
     let step = |s: &State, b: u8| -> Result<Option<State>, DfaError> {
         Ok(match *s {
-            State::Open => (b == b'"').then_some(State::Trie {
-                node: 0,
-                partial: Partial::default(),
-            }),
+            State::Open => (b == b'"').then(|| boundary(0)),
             State::Free(g) => Some(body.next(g, b))
                 .filter(|&t| t != DEAD)
                 .map(State::Free),
-            State::Trie { node, partial } => {
-                if partial.len == 0 && b == b'"' {
+            State::Trie { node, partial, at } => {
+                if partial.len() == 0 && b == b'"' {
                     // The closing quote: the value is this node's path.
                     let is_word = node != NO_NODE && trie.word_end[node as usize];
                     return Ok((!is_word).then(|| State::Free(body.next(body.start(), b))));
@@ -388,20 +391,19 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
                 let Some(partial) = partial.with(b) else {
                     return Ok(None);
                 };
-                let bytes = partial.as_slice();
-                let Some(g) = run_body(bytes) else {
+                let g = body.next(at, b);
+                if g == DEAD {
                     return Ok(None);
-                };
+                }
+                let raw = partial.bytes();
+                let bytes = &raw[1..=partial.len()];
                 match decode(bytes) {
                     Decoded::Char { cp, escaped } => {
                         if escaped && p.contains(cp) {
                             None
                         } else {
                             match trie.child(node, cp) {
-                                Some(child) => Some(State::Trie {
-                                    node: child,
-                                    partial: Partial::default(),
-                                }),
+                                Some(child) => Some(boundary(child)),
                                 None => Some(State::Free(g)),
                             }
                         }
@@ -411,13 +413,18 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
                             .iter()
                             .any(|&(lo, hi)| trie.child_outside_p_in(node, lo, hi, &p));
                         if keeps_node {
-                            Some(State::Trie { node, partial })
+                            Some(State::Trie {
+                                node,
+                                partial,
+                                at: g,
+                            })
                         } else if bytes[0] == b'\\'
                             && ranges.iter().any(|&(lo, hi)| lo <= hi && p.meets(lo, hi))
                         {
                             Some(State::Trie {
                                 node: NO_NODE,
                                 partial,
+                                at: g,
                             })
                         } else {
                             Some(State::Free(g))
@@ -448,27 +455,17 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
         State::Open,
         &reps,
         |key, row, ids| match *key {
-            State::Trie { node, partial }
-                if partial.len == 0 && node != NO_NODE && trie.has_plain_children(node) =>
+            State::Trie { node, partial, .. }
+                if partial.len() == 0 && node != NO_NODE && trie.has_plain_children(node) =>
             {
                 if shared_row.is_none() {
                     let mut leaf_row = vec![DEAD; reps.len()];
-                    step_row(
-                        &State::Trie {
-                            node: leaf,
-                            partial: Partial::default(),
-                        },
-                        &mut leaf_row,
-                        ids,
-                    )?;
+                    step_row(&boundary(leaf), &mut leaf_row, ids)?;
                     shared_row = Some(leaf_row);
                 }
                 row.copy_from_slice(shared_row.as_deref().expect("computed above"));
                 for &(cp, child) in &trie.children[node as usize] {
-                    row[classes[cp as usize] as usize] = ids.id(&State::Trie {
-                        node: child,
-                        partial: Partial::default(),
-                    })?;
+                    row[classes[cp as usize] as usize] = ids.id(&boundary(child))?;
                 }
                 if trie.word_end[node as usize] {
                     row[quote] = DEAD;
@@ -626,6 +623,24 @@ mod tests {
                     "round {round}, words {words:?}, input {:?}",
                     String::from_utf8_lossy(&input)
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn char_set_ranges_match_a_scan() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        for _ in 0..50 {
+            let mut set = CharSet(0);
+            let members: Vec<u32> = (0..rng.gen_range(0..6))
+                .map(|_| rng.gen_range(0..128))
+                .collect();
+            members.iter().for_each(|&c| set.insert(c));
+            for lo in 0..140 {
+                for hi in 0..140 {
+                    let scan = (lo..=hi).any(|c| members.contains(&c));
+                    assert_eq!(set.meets(lo, hi), scan, "{members:?} {lo}..={hi}");
+                }
             }
         }
     }
