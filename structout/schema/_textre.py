@@ -275,6 +275,72 @@ def constant_literal(node: rx.Node, compact: bool) -> rx.Node | None:
     return got[2] if got is not None and got[0] is node else None
 
 
+def plain_string_literals(node: rx.Node) -> tuple[str, int, int] | None:
+    """For a language of strings that JSON spells in one way only (every character printable
+    ASCII but ``"``, ``\\`` and ``/``: most enums), ``(text, states, depth)``: what
+    ``to_rust(json_string_regex(node))`` prints and what the emitter's ``metrics`` gives for it,
+    found in one walk of the factored strings (such a node encodes to itself, so the encoding,
+    measuring and printing walks of the general path have nothing to change). None for any other
+    node (the general path then handles it)."""
+    if (id(node), False) in _CONSTANT_STRINGS or (id(node), True) in _CONSTANT_STRINGS:
+        return None
+    body = _plain_walk(factor(node))
+    if body is None:
+        return None
+    kind, text, states, depth = body
+    # rx.cat(quote, body, quote): a cat body's parts are spliced in, an alternation grouped.
+    if kind == "cat":
+        return f"{_QUOTE_TEXT}{text}{_QUOTE_TEXT}", states + 2, depth
+    if kind == "alt":
+        text = f"(?:{text})"
+    return f"{_QUOTE_TEXT}{text}{_QUOTE_TEXT}", states + 2, depth + 1
+
+
+#: The printed ``"`` of a JSON string literal's quotes.
+_QUOTE_TEXT = "\\x22"
+
+
+def _plain_walk(n: rx.Node) -> tuple[str, str, int, int] | None:
+    """``(kind, text, states, depth)`` of a node built of self-spelled characters, as
+    :func:`_print` prints it and ``metrics`` measures it (a character set of printable ASCII:
+    one state); None when a set holds another character or another kind of node occurs."""
+    t = n[0]
+    if t == "set":
+        text = _SELF_SPELLED_TEXT.get(id(n))
+        if text is None:
+            if cs.intersect(n[1], _NOT_SELF_SPELLED):
+                return None
+            text = _set_text(n[1])
+        return t, text, 1, 0
+    if t == "cat" or t == "alt":
+        texts: list[str] = []
+        states = depth = 0
+        for x in n[1]:
+            text = _SELF_SPELLED_TEXT.get(id(x))  # (most parts: one character, inline)
+            if text is not None:
+                texts.append(text)
+                states += 1
+                continue
+            got = _plain_walk(x)
+            if got is None:
+                return None
+            kind, text, x_states, x_depth = got
+            texts.append(f"(?:{text})" if t == "cat" and kind == "alt" else text)
+            states += x_states
+            depth = max(depth, x_depth)
+        return t, ("".join(texts) if t == "cat" else "|".join(texts)), states, depth + 1
+    if t == "rep":
+        got = _plain_walk(n[1])
+        if got is None:
+            return None
+        kind, text, x_states, x_depth = got
+        if kind in ("cat", "alt", "rep"):
+            text = f"(?:{text})"
+        k = n[3] if n[3] is not None else n[2] + 1
+        return t, text + _quant(n[2], n[3]), x_states * max(k, 1), x_depth + 1
+    return None
+
+
 def _quoted(body: rx.Node) -> rx.Node:
     return rx.cat(rx.lit('"'), body, rx.lit('"'))
 
@@ -335,6 +401,13 @@ def _quant(lo: int, hi: int | None) -> str:
     if lo == hi:
         return f"{{{lo}}}"
     return f"{{{lo},{hi}}}"
+
+
+#: The printed text of each interned one-character node of :data:`_SELF_SPELLED_ASCII` (what
+#: :func:`_set_text` gives), by id: the characters of enum values, printed without a call.
+_SELF_SPELLED_TEXT: dict[int, str] = {
+    id(n): _cp(n[1][0][0], False) for n in rx._ASCII_SETS if id(n) in _SELF_SPELLED_ASCII
+}
 
 
 def to_rust(node: rx.Node) -> str:

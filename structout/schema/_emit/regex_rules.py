@@ -167,5 +167,9 @@ def metrics(node: rx.Node) -> tuple[int, int]:
 
 def fits(node: rx.Node) -> bool:
     """Whether one regex terminal is reasonable: few DFA states and shallow nesting."""
-    states, depth = metrics(node)
+    return within_budgets(*metrics(node))
+
+
+def within_budgets(states: int, depth: int) -> bool:
+    """Whether a regex of these :func:`metrics` is one reasonable terminal."""
     return states <= REGEX_STATE_BUDGET and depth <= REGEX_NEST_BUDGET

@@ -11,7 +11,7 @@ from .. import _textre as tr
 from .._ir import Node
 from .layout import kbnf_literal
 from .regex_format import RegexFormatRules
-from .regex_rules import fits
+from .regex_rules import fits, within_budgets
 from .rules import Sym, render_alt_refs
 from .text_cache import TERMINAL_TEXTS
 
@@ -75,6 +75,10 @@ class StringRules(RegexFormatRules):
         if literal is not None and fits(literal):
             # (a format's language: its literal printed once; no key hashing its large AST)
             return self.terminal(tr.to_rust(literal), hint)
+        plain = tr.plain_string_literals(real)
+        if plain is not None and within_budgets(plain[1], plain[2]):
+            # (strings JSON spells one way, e.g. an enum's: printed and measured in one walk)
+            return self.terminal(plain[0], hint)
         cached = TERMINAL_TEXTS.get((real, compact))
         if cached is not None:
             return self.terminal(cached, hint)
