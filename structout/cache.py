@@ -90,24 +90,54 @@ def schema_key(schema: Any, options: Mapping[str, Any] | None = None) -> str:
     large schema); for anything else (a Pydantic type, a dict subclass) the canonical JSON of
     ``structout.schema.canonical_schema_key``. Equal keys mean equal data, hence equal grammars.
     """
-    from structout.schema import _TRANSLATOR_REVISION, canonical_json, canonical_schema_key
-
     try:
         part = b"marshal\0" + marshal.dumps(schema, 2)
     except (ValueError, TypeError, RecursionError):  # not plain data
+        from structout.schema import canonical_schema_key
+
         part = b"canonical\0" + canonical_schema_key(schema).encode()
-    salt = canonical_json(
-        {
-            "format": DISK_FORMAT,
-            "options": dict(options or {}),
-            "structout": structout_version(),
-            "translator": _TRANSLATOR_REVISION,
-            "python": sys.version_info[:2],
-        }
-    )
-    h = hashlib.sha256(salt.encode("utf-8") + b"\0")
+    h = hashlib.sha256(_key_salt(options))
     h.update(part)
     return h.hexdigest()
+
+
+def _key_salt(options: Mapping[str, Any] | None) -> bytes:
+    """The part of every key that is not the schema: format, translator options, versions."""
+    from structout.schema import _TRANSLATOR_REVISION, canonical_json
+
+    version = structout_version()
+    try:
+        # (with each value's type: True and 1 are equal keys but different options)
+        config = (
+            _TRANSLATOR_REVISION,
+            version,
+            tuple(sorted((k, type(v).__name__, v) for k, v in (options or {}).items())),
+        )
+        salt = _SALT_BY_CONFIG.get(config)
+    except TypeError:  # an unhashable option value (a registry mapping)
+        config, salt = None, None
+    if salt is None:
+        text = canonical_json(
+            {
+                "format": DISK_FORMAT,
+                "options": dict(options or {}),
+                "structout": version,
+                "translator": _TRANSLATOR_REVISION,
+                "python": sys.version_info[:2],
+            }
+        )
+        salt = text.encode("utf-8") + b"\0"
+        if config is not None:
+            if len(_SALT_BY_CONFIG) >= 64:
+                _SALT_BY_CONFIG.clear()
+            _SALT_BY_CONFIG[config] = salt
+    return salt
+
+
+#: The salt of each configuration seen (translator revision, version, options; a server has one
+#: or a few): it depends on no schema, so a key costs the schema's serialization and one hash,
+#: not a JSON encoding of the options and versions every time.
+_SALT_BY_CONFIG: dict[tuple[int, str, tuple[tuple[str, str, Any], ...]], bytes] = {}
 
 
 @dataclass

@@ -56,6 +56,17 @@ def test_key_depends_on_options_and_schema() -> None:
     assert schema_key(SCHEMA) == schema_key(json.loads(json.dumps(SCHEMA)))
     assert schema_key(SCHEMA) != schema_key(SCHEMA, {"whitespace": "compact"})
     assert schema_key(SCHEMA) != schema_key({**SCHEMA, "required": []})
+    # Options that compare equal but are different values, in either order of first use (the
+    # salt of a configuration is kept once computed).
+    for first, second in (({"indent": 1}, {"indent": True}), ({"indent": False}, {"indent": 0})):
+        a, b = schema_key(SCHEMA, first), schema_key(SCHEMA, second)
+        assert a != b and a == schema_key(SCHEMA, first) and b == schema_key(SCHEMA, second)
+    # An unhashable option (a registry) still keys by its content.
+    reg = {"urn:a": {"type": "string"}}
+    assert schema_key(SCHEMA, {"registry": reg}) == schema_key(SCHEMA, {"registry": dict(reg)})
+    assert schema_key(SCHEMA, {"registry": reg}) != schema_key(
+        SCHEMA, {"registry": {"urn:a": {"type": "integer"}}}
+    )
 
 
 def test_key_is_of_the_data_in_its_order(monkeypatch: pytest.MonkeyPatch) -> None:
