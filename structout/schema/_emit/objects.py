@@ -219,8 +219,9 @@ class ObjectRules(StringRules):
         base: str,
     ) -> str:
         """The start state of an object without counting or tail-exists constraints: states
-        ``(i, first)`` before named member ``i`` (``i == n + 1``: the other keys after them),
-        ``first``: nothing emitted yet. States are named and built from a stack in the order of
+        ``(i, first)`` before named member ``i`` (``i == n + 1``: the other keys after them; the
+        state after the last member is that state, not a rule naming it), ``first``: nothing
+        emitted yet. States are named and built from a stack in the order of
         :meth:`_object_states` (at most ``2 * (n + 2)`` of them: within its budget).
         """
         n = len(members)
@@ -234,6 +235,8 @@ class ObjectRules(StringRules):
         hint = f"{base}_m"
 
         def rule(key: tuple[int, bool]) -> str:
+            if key[0] == n:  # (after the last named member: the other keys' state itself)
+                key = (n + 1, key[1])
             name = rules.get(key)
             if name is None:
                 name = rules[key] = self.fresh(hint)
@@ -253,8 +256,6 @@ class ObjectRules(StringRules):
                 ]
                 if not required:
                     alts.append([rule((i + 1, first))])
-            elif i == n:
-                alts = [[rule((n + 1, first))]]
             elif item_alt is not None:
                 alts = [[item_alt, more] if first else [more]]
             else:
