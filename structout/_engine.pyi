@@ -294,6 +294,7 @@ def configure_cache(capacity: int = ..., clear: bool = False) -> None:
 
 __all__ = [
     "ENGINE_LIMITS",
+    "PREBUILT_PATTERNS",
     "CompiledGrammar",
     "Grammar",
     "Matcher",
