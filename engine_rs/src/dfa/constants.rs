@@ -1,12 +1,12 @@
 //! The automata of the JSON lexemes the schema translator writes into nearly every grammar —
 //! numbers, integers, string bodies — built once per process instead of once per grammar.
 //!
-//! A pattern is recognized by its exact text ([`PREBUILT_PATTERNS`]): any other spelling of the same language
-//! is simply built as usual, so this table decides speed, never meaning. Each constant is built
-//! by [`Dfa::from_regex`]'s own path under [`BUILT_WITHIN`] bytes and handed out only to callers
-//! whose limit is at least that: building is deterministic and a construction that succeeds
-//! under a limit succeeds alike under any larger one, so the copy is the table the caller would
-//! have built (tested), and a smaller limit still gets its own build (and its own error).
+//! A pattern is recognized by its exact text ([`PREBUILT_PATTERNS`]): any other spelling of the
+//! same language is simply built as usual, so this table decides speed, never meaning. Each
+//! constant is built by [`Dfa::from_regex`]'s own path under [`BUILT_WITHIN`] bytes and handed out
+//! only to callers whose limit is at least that: building is deterministic and a construction that
+//! succeeds under a limit succeeds alike under any larger one, so the copy is the table the caller
+//! would have built (tested), and a smaller limit still gets its own build (and its own error).
 
 use std::sync::OnceLock;
 
@@ -34,8 +34,8 @@ pub const PREBUILT_PATTERNS: [&str; 4] = [
     concat!(r"\x22", json_char!(), r"+\x22"),
 ];
 
-/// The automaton of a [`PREBUILT_PATTERNS`] pattern for a caller whose size limit is `size_limit`; `None`
-/// for any other pattern or a smaller limit (the caller then builds its own).
+/// The automaton of a [`PREBUILT_PATTERNS`] pattern for a caller whose size limit is
+/// `size_limit`; `None` for any other pattern or a smaller limit (the caller then builds its own).
 pub(super) fn known(pattern: &str, size_limit: usize) -> Option<Dfa> {
     static BUILT: [OnceLock<Result<Dfa, DfaError>>; PREBUILT_PATTERNS.len()] =
         [const { OnceLock::new() }; PREBUILT_PATTERNS.len()];
