@@ -7,19 +7,22 @@
 //!   "the next state is alive" means "the input so far can still be completed" (needed for exact
 //!   token masks);
 //! * `accept[s]` means the bytes read so far form a full match (no delayed-match bookkeeping);
+//! * automata are minimal (no two states with the same language), except where a construction
+//!   keeps its states on purpose (see [`table`]): every later cost — merged copies, slice
+//!   tables, the disk cache — is per state;
 //! * transitions are `trans[s * stride + classes[byte]]`, one contiguous buffer.
 //!
 //! A length-counted automaton (`len!` / `json_len!` too large to tabulate, see [`counted`]) keeps
 //! the same interface and invariants with states that are (base state, count) pairs.
 //!
 //! Layout: this module holds the [`Dfa`] type, its invariants and its accessors; [`build`] makes
-//! automata from regex text (plain patterns parsed by [`syntax`]), [`combine`] concatenates and unites them, [`count`] and [`counted`]
-//! bound their strings' lengths, [`repeat`] unrolls bounded repetitions, [`table`] turns any of
-//! these into the flat table (pruning to co-reachable states), [`regular`] flattens right-linear
-//! rules, [`words`] builds JSON strings that avoid a set of words (object keys other than the
-//! named ones), [`constants`] keeps the automata of the translator's JSON lexemes (built once per
-//! process), [`persist`] encodes automata for the disk cache; [`chars`] and [`utf8`] are small
-//! character automata.
+//! automata from regex text (plain patterns parsed by [`syntax`]), [`combine`] concatenates and
+//! unites them, [`count`] and [`counted`] bound their strings' lengths, [`repeat`] unrolls
+//! bounded repetitions, [`table`] turns any of these into the flat table (pruning to co-reachable
+//! states, then [`minimize`]), [`regular`] flattens right-linear rules, [`words`] builds JSON
+//! strings that avoid a set of words (object keys other than the named ones), [`constants`] keeps
+//! the automata of the translator's JSON lexemes (built once per process), [`persist`] encodes
+//! automata for the disk cache; [`chars`] and [`utf8`] are small character automata.
 
 mod build;
 mod chars;
@@ -27,6 +30,7 @@ mod combine;
 mod constants;
 mod count;
 mod counted;
+mod minimize;
 mod persist;
 mod regular;
 mod repeat;
@@ -49,6 +53,7 @@ pub(crate) use count::test_form;
 pub use count::CharCount;
 #[cfg(test)]
 pub(crate) use count::CountForm;
+pub use minimize::minimal_partition;
 pub use regular::RightLinear;
 
 use combine::part_classes;
@@ -240,7 +245,7 @@ impl Dfa {
             accept: self.accept.clone(),
             reps,
         };
-        let base = explored.finish(self.classes);
+        let base = explored.finish_as_explored(self.classes);
         debug_assert_eq!(
             base.state_count(),
             self.accept.len(),

@@ -1,10 +1,13 @@
 //! Exploring an automaton from its start state into a flat table, then pruning it to the
-//! co-reachable states with the derived per-state tables (the invariants of [`Dfa`]).
+//! co-reachable states, minimizing it and deriving the per-state tables (the invariants of
+//! [`Dfa`]). Constructions whose states are already distinct (or whose ids others refer to)
+//! finish without minimizing: [`Explored::finish_as_explored`].
 
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
+use super::minimize::minimal_states;
 use super::{ByteSet, Dfa, DfaError, DEAD};
 
 /// A DFA explored from its start state, before pruning.
@@ -282,12 +285,25 @@ where
 }
 
 impl Explored {
-    /// Prunes states that cannot reach acceptance, renumbers densely and fills derived tables.
+    /// Prunes states that cannot reach acceptance, renumbers densely, merges equivalent states
+    /// ([`minimal_states`]) and fills derived tables.
     ///
-    /// Linear in the table: one pass builds the reverse edges (each predecessor listed once per
-    /// target), a reverse BFS from the accepting states gives co-reachability and distances, one
-    /// pass renumbers (skipped when every state is co-reachable: ids are then unchanged).
+    /// Pruning is linear in the table: one pass builds the reverse edges (each predecessor
+    /// listed once per target), a reverse BFS from the accepting states gives co-reachability
+    /// and distances, one pass renumbers (skipped when every state is co-reachable: ids are then
+    /// unchanged). Minimizing is `O(k·n·log n)` and keeps the table when nothing merges.
     pub(super) fn finish(self, classes: [u8; 256]) -> Dfa {
+        self.finish_with(classes, true)
+    }
+
+    /// [`Explored::finish`] without minimization: every co-reachable state keeps its place (a
+    /// length-counted automaton's base, whose ids the counter layers refer to, or a construction
+    /// whose states are already distinct).
+    pub(super) fn finish_as_explored(self, classes: [u8; 256]) -> Dfa {
+        self.finish_with(classes, false)
+    }
+
+    fn finish_with(self, classes: [u8; 256], minimize: bool) -> Dfa {
         let Explored {
             stride,
             trans: old,
@@ -372,6 +388,36 @@ impl Explored {
                 min_to_accept,
                 new_id.get(1).copied().unwrap_or(DEAD),
             )
+        };
+        let minimal = if minimize {
+            minimal_states(stride, &trans, &accept, start)
+        } else {
+            None
+        };
+        let (trans, accept, min_to_accept, start) = match minimal {
+            None => (trans, accept, min_to_accept, start),
+            Some((map, m)) => {
+                // Each new state takes the row of its first old state (equivalent states have
+                // equal acceptance and distance, and rows equal up to `map`).
+                let mut new_trans = vec![DEAD; m * stride];
+                let mut new_accept = vec![false; m];
+                let mut new_min = vec![u32::MAX; m];
+                let mut filled = vec![false; m];
+                filled[DEAD as usize] = true;
+                for (s, row) in trans.chunks_exact(stride).enumerate() {
+                    let j = map[s] as usize;
+                    if !filled[j] {
+                        filled[j] = true;
+                        new_accept[j] = accept[s];
+                        new_min[j] = min_to_accept[s];
+                        for (to, &t) in new_trans[j * stride..(j + 1) * stride].iter_mut().zip(row)
+                        {
+                            *to = map[t as usize];
+                        }
+                    }
+                }
+                (new_trans, new_accept, new_min, map[start as usize])
+            }
         };
         // Live bytes: the union of the byte sets of the classes with a transition.
         let mut class_bytes = vec![ByteSet::EMPTY; stride];
