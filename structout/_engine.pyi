@@ -94,6 +94,15 @@ def byte_level_alphabet() -> str:
 #: language is built as usual (only speed depends on the spelling).
 PREBUILT_PATTERNS: tuple[str, ...]
 
+def minimal_partition_of(
+    classes: int, transitions: bytes, accepting: bytes, start: int
+) -> list[int]:
+    """The states of the minimal automaton of a complete DFA (Hopcroft's partition refinement):
+    ``transitions`` holds ``states * classes`` native-endian 4-byte targets row by row (e.g.
+    ``array('I', ...).tobytes()``), ``accepting`` one byte per state (non-zero: accepting).
+    Returns each state's state in the minimal automaton, numbered breadth-first from the
+    start's (``0``) over the classes in order. ``ValueError`` for a malformed table."""
+
 def builtin_grammar(name: str) -> str:
     """The KBNF text of a grammar bundled with the engine (e.g. ``"json"``); ``KeyError`` if
     there is none of that name."""
@@ -310,4 +319,5 @@ __all__ = [
     "configure_cache",
     "fill_next_token_bitmasks",
     "load_or_compile",
+    "minimal_partition_of",
 ]

@@ -4,11 +4,14 @@ against Python's ``re`` on all short strings over a small alphabet."""
 from __future__ import annotations
 
 import itertools
+import random
 import re
 
 import pytest
 
+from structout._engine import minimal_partition_of
 from structout.schema import _automata as am
+from structout.schema import _charset as cs
 from structout.schema import _regex as rx
 from structout.schema import _strlang as sl
 
@@ -92,3 +95,61 @@ def test_key_complement_with_plain_names_is_exact() -> None:
     py = re.compile(rx.to_python(quoted), re.DOTALL)
     for s in strings('ab/"\\\x01é', 3):
         assert bool(py.fullmatch(s)) == (s not in ('a"', "b")), repr(s)
+
+
+def _moore_classes(dfa: am.DFA) -> int:
+    """Reference: the number of states of the minimal DFA by Moore's rounds (reachable part)."""
+    seen = {dfa.start}
+    order = [dfa.start]
+    for q in order:
+        for r in dfa.trans[q]:
+            if r not in seen:
+                seen.add(r)
+                order.append(r)
+    block = {q: int(dfa.accept[q]) for q in order}
+    count = len(set(block.values()))
+    while True:
+        keys = {q: (block[q], *(block[r] for r in dfa.trans[q])) for q in order}
+        ids: dict[tuple[int, ...], int] = {}
+        block = {q: ids.setdefault(k, len(ids)) for q, k in keys.items()}
+        if len(ids) == count:
+            return count
+        count = len(ids)
+
+
+def test_minimize_is_minimal_and_keeps_the_language() -> None:
+    """The engine's partition refinement on random total DFAs with many equivalent states:
+    Moore's count, the same strings, start 0, breadth-first numbering."""
+    rng = random.Random(3)
+    alpha = am.Alphabet(am.make_atoms([cs.make([(ord(c), ord(c))]) for c in "abc"]))
+    k = len(alpha.atoms)
+    shrunk = 0
+    for _ in range(150):
+        n = rng.randint(1, 25)
+        trans = [[rng.randrange(min(n, 4)) for _ in range(k)] for _ in range(n)]
+        for q in range(1, n):  # every state reachable from state 0
+            trans[rng.randrange(q)][rng.randrange(k)] = q
+        accept = [rng.random() < 0.3 for _ in range(n)]
+        dfa = am.DFA(alpha, trans, accept, 0)
+        m = dfa.minimize()
+        assert m.n == _moore_classes(dfa) == _moore_classes(m)
+        assert m.start == 0
+        for s in strings("abc", 5):
+            assert m.matches(s) == dfa.matches(s), s
+        # breadth-first numbering from the start, over the atoms in order
+        order = [0]
+        for q in order:
+            order.extend(r for r in dict.fromkeys(m.trans[q]) if r not in order)
+        assert order == list(range(m.n))
+        shrunk += m.n < n
+    assert shrunk > 50
+
+
+def test_minimal_partition_refuses_malformed_tables() -> None:
+    with pytest.raises(ValueError, match="4-byte targets"):
+        minimal_partition_of(2, b"\x00" * 12, b"\x01\x00", 0)
+    with pytest.raises(ValueError, match="not one of the 2 states"):
+        minimal_partition_of(1, (5).to_bytes(4, "little") * 2, b"\x01\x00", 0)
+    with pytest.raises(ValueError, match="start"):
+        minimal_partition_of(1, b"\x00" * 8, b"\x01\x00", 2)
+    assert minimal_partition_of(1, (1).to_bytes(4, "little") * 2, b"\x00\x00", 0) == [0, 0]

@@ -9,9 +9,12 @@ Work is bounded: :class:`AutomatonTooLarge` is raised when a construction exceed
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from heapq import heapify, heappop, heappush
 from itertools import chain, repeat
+
+from structout._engine import minimal_partition_of
 
 from . import _charset as cs
 from . import _regex as rx
@@ -346,12 +349,10 @@ class DFA:
         return DFA(alpha, trans, accept, 0).minimize()
 
     def minimize(self) -> DFA:
-        """Hopcroft partition refinement on the reachable part.
-
-        Block numbers follow the order of splits, which follows the iteration order of the
-        ``work`` set: the same sequence of set operations gives the same numbering.
-        """
-        k = len(self.alpha.atoms)
+        """The minimal DFA of the reachable part: Hopcroft's partition refinement, in the
+        engine (:func:`structout._engine.minimal_partition_of`). States are numbered
+        breadth-first from the start (``0``) over the atoms in order, so equal languages over
+        the same alphabet give equal tables."""
         seen = {self.start: 0}
         order = [self.start]
         for q in order:  # breadth-first; the loop sees states appended while it runs
@@ -359,65 +360,24 @@ class DFA:
                 if r not in seen:
                     seen[r] = len(order)
                     order.append(r)
-        n = len(order)
         number = seen.__getitem__
         tr = [list(map(number, self.trans[q])) for q in order]
         acc = [self.accept[q] for q in order]
-        # inv[a][r]: the states q (ascending) with tr[q][a] == r; entered[a]: the states r
-        # with some such q
-        inv: list[list[Sequence[int]]] = []
-        entered: list[set[int]] = []
-        for col in zip(*tr):
-            inv_a: list[Sequence[int]] = [()] * n  # lists only where needed: fewer allocations
-            for q, r in enumerate(col):
-                pre = inv_a[r]
-                if isinstance(pre, list):
-                    pre.append(q)
-                else:
-                    inv_a[r] = [q]
-            inv.append(inv_a)
-            entered.append(set(col))
-        blocks: list[set[int]] = []
-        block_of = [0] * n
-        for initial in ([q for q in range(n) if acc[q]], [q for q in range(n) if not acc[q]]):
-            if initial:
-                for q in initial:
-                    block_of[q] = len(blocks)
-                blocks.append(set(initial))
-        work: set[tuple[int, int]] = {(b, a) for b in range(len(blocks)) for a in range(k)}
-        atoms = range(k)
-        while work:
-            b, a = work.pop()
-            block = blocks[b]
-            if entered[a].isdisjoint(block):
-                continue  # most splitters: no transition on a enters the block
-            touched: dict[int, list[int]] = {}
-            inv_a = inv[a]
-            for r in block:
-                for q in inv_a[r]:
-                    touched.setdefault(block_of[q], []).append(q)
-            for bid, qs in touched.items():
-                if len(qs) == len(blocks[bid]):
-                    continue
-                new = set(qs)
-                blocks[bid] -= new
-                nid = len(blocks)
-                blocks.append(new)
-                for q in new:
-                    block_of[q] = nid
-                if len(new) <= len(blocks[bid]):
-                    work.update([(nid, c) for c in atoms])
-                else:
-                    for c in atoms:
-                        work.add((nid, c) if (bid, c) in work else (bid, c))
-        nb = len(blocks)
-        trans: list[list[int]] = [[] for _ in range(nb)]
+        if not self.alpha.atoms:
+            return DFA(self.alpha, [[]], [acc[0]], 0)
+        block_of = minimal_partition_of(
+            len(self.alpha.atoms), array("I", chain.from_iterable(tr)).tobytes(), bytes(acc), 0
+        )
+        nb = max(block_of) + 1
+        trans: list[list[int]] = [[]] * nb
         accept = [False] * nb
-        for bid, members in enumerate(blocks):
-            q = next(iter(members))
-            trans[bid] = [block_of[r] for r in tr[q]]
-            accept[bid] = acc[q]
-        return DFA(self.alpha, trans, accept, block_of[0])
+        filled = [False] * nb
+        for q, bid in enumerate(block_of):
+            if not filled[bid]:
+                filled[bid] = True
+                trans[bid] = [block_of[r] for r in tr[q]]
+                accept[bid] = acc[q]
+        return DFA(self.alpha, trans, accept, 0)
 
     # --- queries ---
 
@@ -522,12 +482,15 @@ class DFA:
         def cost(s: int) -> int:
             return (len(bwd[s]) - (s in bwd[s])) * (len(fwd[s]) - (s in fwd[s]))
 
-        # eliminate the state with the smallest (in*out product, number): a heap with lazy
-        # deletion, holding each remaining state's current cost (and possibly stale ones)
-        heap = [(cost(s), s) for s in states]
+        # eliminate the state with the smallest in*out product, on ties the one farthest from
+        # the start (the highest breadth-first number: nesting grows on the right, as the
+        # regex reads); a heap with lazy deletion, holding each remaining state's current cost
+        # (and possibly stale ones)
+        heap = [(cost(s), -s) for s in states]
         heapify(heap)
         while remaining:
             c, k = heappop(heap)
+            k = -k
             if k not in remaining or c != cost(k):
                 continue
             remaining.discard(k)
@@ -555,7 +518,7 @@ class DFA:
             del bwd[k]
             # only the neighbours' edge maps changed
             for s in {i for i, _ in ins}.union(j for j, _ in outs).intersection(remaining):
-                heappush(heap, (cost(s), s))
+                heappush(heap, (cost(s), -s))
         res = fwd[S].get(F, rx.NONE)
         return res
 

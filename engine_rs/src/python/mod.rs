@@ -3,6 +3,7 @@
 //! Every entry point converts engine errors into the exception classes of `structout.errors` and
 //! catches panics, so no panic crosses the FFI boundary.
 
+mod automata;
 mod grammar;
 mod limits;
 mod mask;
@@ -51,6 +52,7 @@ pub(crate) fn guard<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyRes
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    automata::register(m)?;
     grammar::register(m)?;
     vocab::register(m)?;
     mask::register(m)?;
