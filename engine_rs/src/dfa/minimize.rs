@@ -38,7 +38,8 @@ pub(super) fn minimal_states(
 /// state in the minimal automaton, numbered breadth-first from the start's (`0`) over the
 /// classes in order (states not reachable from the start, if any, after those), and the minimal
 /// automaton's state count. For automata built elsewhere (the schema translator's
-/// character-level ones).
+/// character-level ones, through the bindings).
+#[cfg(feature = "python")]
 pub fn minimal_partition(
     stride: usize,
     trans: &[u32],

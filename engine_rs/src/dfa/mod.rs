@@ -53,6 +53,7 @@ pub(crate) use count::test_form;
 pub use count::CharCount;
 #[cfg(test)]
 pub(crate) use count::CountForm;
+#[cfg(feature = "python")]
 pub use minimize::minimal_partition;
 pub use regular::RightLinear;
 
