@@ -126,11 +126,16 @@ impl Partition {
         for i in 0..n {
             at[i + 1] += at[i];
         }
+        // Kept apart, the class in one byte (`stride` <= 256): with the sorting buffer below, at
+        // most 9 bytes per transition, about twice the 4-byte table (`dfa_size_limit`).
         let mut fill = at.clone();
-        let mut preds = vec![(0u32, 0u32); at[n] as usize];
+        let mut pred_state = vec![0u32; at[n] as usize];
+        let mut pred_class = vec![0u8; at[n] as usize];
         for (s, row) in trans.chunks_exact(stride).enumerate().skip(skip) {
             for (c, &t) in row.iter().enumerate().filter(|&(_, &t)| listed(t)) {
-                preds[fill[t as usize] as usize] = (s as u32, c as u32);
+                let i = fill[t as usize] as usize;
+                pred_state[i] = s as u32;
+                pred_class[i] = c as u8;
                 fill[t as usize] += 1;
             }
         }
@@ -173,31 +178,31 @@ impl Partition {
         waiting.extend(1..p.count() as u32);
         let mut in_waiting = Vec::with_capacity(n);
         in_waiting.extend((0..p.count()).map(|b| b != 0));
-        // The current splitter's predecessors, sorted by class (a counting sort into flat
-        // buffers sized for the largest splitter: no allocation per splitter).
-        let mut gathered: Vec<(u32, u32)> = Vec::with_capacity(preds.len());
-        let mut sorted = vec![0u32; preds.len()];
+        // The current splitter's predecessors, sorted by class (a counting sort into a flat
+        // buffer sized for the largest splitter: no allocation per splitter).
+        let mut sorted = vec![0u32; pred_state.len()];
         let mut count = vec![0u32; stride + 1];
         let mut touched: Vec<u32> = Vec::with_capacity(n);
         while let Some(b) = waiting.pop() {
             in_waiting[b as usize] = false;
-            // Gathered before any split moves states around.
-            gathered.clear();
-            for &t in &p.elems[p.start[b as usize] as usize..p.end[b as usize] as usize] {
-                gathered.extend_from_slice(
-                    &preds[at[t as usize] as usize..at[t as usize + 1] as usize],
-                );
-            }
+            // Read before any split moves states around.
+            let splitter = &p.elems[p.start[b as usize] as usize..p.end[b as usize] as usize];
+            let listed_into = |t: u32| at[t as usize] as usize..at[t as usize + 1] as usize;
             count.fill(0);
-            for &(_, c) in &gathered {
-                count[c as usize + 1] += 1;
+            for &t in splitter {
+                for &c in &pred_class[listed_into(t)] {
+                    count[c as usize + 1] += 1;
+                }
             }
             for c in 0..stride {
                 count[c + 1] += count[c];
             }
-            for &(s, c) in &gathered {
-                sorted[count[c as usize] as usize] = s;
-                count[c as usize] += 1;
+            for &t in splitter {
+                let r = listed_into(t);
+                for (&s, &c) in pred_state[r.clone()].iter().zip(&pred_class[r]) {
+                    sorted[count[c as usize] as usize] = s;
+                    count[c as usize] += 1;
+                }
             }
             // Now `count[c]` ends class `c`'s run (and starts class `c + 1`'s).
             let mut from = 0;

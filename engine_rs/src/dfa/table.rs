@@ -357,6 +357,8 @@ impl Explored {
                 }
             }
         }
+        // Freed before minimizing, which needs its own scratch (see `minimize`).
+        drop((rev, rev_start, fill, seen, queue));
         let all_live = dist[1..].iter().all(|&d| d != u32::MAX);
         let (trans, accept, min_to_accept, start) = if all_live {
             (old, old_accept, dist, if n > 1 { 1 } else { DEAD })
@@ -382,6 +384,7 @@ impl Explored {
                     trans.extend(row.iter().map(|&t| new_id[t as usize]));
                 }
             }
+            drop(old);
             (
                 trans,
                 accept,
