@@ -153,3 +153,29 @@ def test_minimal_partition_refuses_malformed_tables() -> None:
     with pytest.raises(ValueError, match="start"):
         minimal_partition_of(1, b"\x00" * 8, b"\x01\x00", 2)
     assert minimal_partition_of(1, (1).to_bytes(4, "little") * 2, b"\x00\x00", 0) == [0, 0]
+
+
+def test_minimize_over_more_than_256_atoms() -> None:
+    """Alphabets of the translator can exceed 256 atoms (unlike the engine's byte classes): a
+    DFA that distinguishes its states only through atom 300 must not be merged, one whose atoms
+    257+ lead alike must be."""
+    alpha = am.Alphabet(am.make_atoms([cs.make([(0x100 + i, 0x100 + i)]) for i in range(400)]))
+    k = len(alpha.atoms)
+    assert k > 300
+    # states 0, 1, 2: 1 and 2 differ only in where atom 300 leads (accepting 3 vs dead 4)
+    trans = [[4] * k for _ in range(5)]
+    trans[0][1] = 1
+    trans[0][2] = 2
+    trans[1][300] = 3
+    trans[2][300 - 256] = 3  # the same atom modulo 256: still a different transition
+    accept = [False, False, False, True, False]
+    m = am.DFA(alpha, trans, accept, 0).minimize()
+    assert m.n == _moore_classes(am.DFA(alpha, trans, accept, 0)) == 5
+    first = alpha.atoms[1][0][0]
+    assert m.matches(chr(first) + chr(alpha.atoms[300][0][0]))
+    assert not m.matches(chr(first) + chr(alpha.atoms[44][0][0]))
+    # now 1 and 2 agree: merged
+    trans[2][300 - 256] = 4
+    trans[2][300] = 3
+    m = am.DFA(alpha, trans, accept, 0).minimize()
+    assert m.n == 4

@@ -27,7 +27,8 @@ pub(super) fn minimal_states(
     if n <= 2 {
         return None;
     }
-    let blocks = Partition::coarsest(stride, trans, accept, true);
+    // Byte classes: at most 256, one byte each.
+    let blocks = Partition::coarsest::<u8>(stride, trans, accept, true);
     if blocks.count() == n {
         return None;
     }
@@ -49,7 +50,37 @@ pub fn minimal_partition(
     assert!(stride >= 1 && trans.len() == accept.len() * stride);
     assert!((start as usize) < accept.len());
     assert!(trans.iter().all(|&t| (t as usize) < accept.len()));
-    Partition::coarsest(stride, trans, accept, false).renumbered(stride, trans, &[start])
+    // Any number of classes (the translator's alphabets can exceed 256 atoms).
+    Partition::coarsest::<u32>(stride, trans, accept, false).renumbered(stride, trans, &[start])
+}
+
+/// A class index as stored per listed transition: `u8` for byte classes (the engine's tables,
+/// at most 256), `u32` for any alphabet.
+trait ClassId: Copy {
+    fn new(c: usize) -> Self;
+    fn get(self) -> usize;
+}
+
+impl ClassId for u8 {
+    #[inline]
+    fn new(c: usize) -> u8 {
+        u8::try_from(c).expect("a byte class below 256")
+    }
+    #[inline]
+    fn get(self) -> usize {
+        usize::from(self)
+    }
+}
+
+impl ClassId for u32 {
+    #[inline]
+    fn new(c: usize) -> u32 {
+        c as u32
+    }
+    #[inline]
+    fn get(self) -> usize {
+        self as usize
+    }
 }
 
 /// A partition of the states into blocks, each a contiguous range of `elems`.
@@ -113,7 +144,12 @@ impl Partition {
     /// The coarsest partition compatible with acceptance and the transitions (the states of the
     /// minimal automaton). With `dead`, state `0` is the dead state, alone in its block (the
     /// other states are co-reachable) and never a splitter: its many predecessors are not listed.
-    fn coarsest(stride: usize, trans: &[u32], accept: &[bool], dead: bool) -> Partition {
+    fn coarsest<C: ClassId>(
+        stride: usize,
+        trans: &[u32],
+        accept: &[bool],
+        dead: bool,
+    ) -> Partition {
         let n = accept.len();
         // With a dead state, its row and the transitions into it are left out.
         let skip = usize::from(dead);
@@ -126,16 +162,16 @@ impl Partition {
         for i in 0..n {
             at[i + 1] += at[i];
         }
-        // Kept apart, the class in one byte (`stride` <= 256): with the sorting buffer below, at
-        // most 9 bytes per transition, about twice the 4-byte table (`dfa_size_limit`).
+        // Kept apart, a byte class in one byte: with the sorting buffer below, at most 9 bytes
+        // per transition of the engine's tables, about twice the 4-byte table (`dfa_size_limit`).
         let mut fill = at.clone();
         let mut pred_state = vec![0u32; at[n] as usize];
-        let mut pred_class = vec![0u8; at[n] as usize];
+        let mut pred_class = vec![C::new(0); at[n] as usize];
         for (s, row) in trans.chunks_exact(stride).enumerate().skip(skip) {
             for (c, &t) in row.iter().enumerate().filter(|&(_, &t)| listed(t)) {
                 let i = fill[t as usize] as usize;
                 pred_state[i] = s as u32;
-                pred_class[i] = c as u8;
+                pred_class[i] = C::new(c);
                 fill[t as usize] += 1;
             }
         }
@@ -191,7 +227,7 @@ impl Partition {
             count.fill(0);
             for &t in splitter {
                 for &c in &pred_class[listed_into(t)] {
-                    count[c as usize + 1] += 1;
+                    count[c.get() + 1] += 1;
                 }
             }
             for c in 0..stride {
@@ -200,8 +236,8 @@ impl Partition {
             for &t in splitter {
                 let r = listed_into(t);
                 for (&s, &c) in pred_state[r.clone()].iter().zip(&pred_class[r]) {
-                    sorted[count[c as usize] as usize] = s;
-                    count[c as usize] += 1;
+                    sorted[count[c.get()] as usize] = s;
+                    count[c.get()] += 1;
                 }
             }
             // Now `count[c]` ends class `c`'s run (and starts class `c + 1`'s).
