@@ -7,9 +7,12 @@
 //!   "the next state is alive" means "the input so far can still be completed" (needed for exact
 //!   token masks);
 //! * `accept[s]` means the bytes read so far form a full match (no delayed-match bookkeeping);
-//! * automata are minimal (no two states with the same language), except where a construction
-//!   keeps its states on purpose (see [`table`]): every later cost — merged copies, slice
-//!   tables, the disk cache — is per state;
+//! * automata are minimal (no two states with the same language) where a construction can
+//!   leave many equivalent states (see [`table`]): every later cost — merged copies, slice
+//!   tables, the disk cache — is per state. Constructions from minimal parts whose states stay
+//!   nearly distinct (literals around one automaton, disjoint unions, key complements) and a
+//!   counted automaton's base skip it. Minimality is not a safety invariant: nothing indexes by
+//!   it, so a decoded automaton need not be minimal;
 //! * transitions are `trans[s * stride + classes[byte]]`, one contiguous buffer.
 //!
 //! A length-counted automaton (`len!` / `json_len!` too large to tabulate, see [`counted`]) keeps
