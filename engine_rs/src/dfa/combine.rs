@@ -906,17 +906,7 @@ mod literals_around_tests {
             if let Some(fast) = disjoint_union(&parts, &mut budget()) {
                 // The fast path's table is the subset construction's before minimization.
                 let fast = fast.unwrap();
-                let mut reps = vec![0u8; fast.stride as usize];
-                for b in (0..=255u8).rev() {
-                    reps[fast.classes[b as usize] as usize] = b;
-                }
-                let fast = Explored {
-                    stride: fast.stride as usize,
-                    trans: fast.trans,
-                    accept: fast.accept,
-                    reps,
-                }
-                .finish(fast.classes);
+                let fast = fast.as_explored().finish(fast.classes);
                 fast_paths += 1;
                 assert_eq!(fast.classes, general.classes, "{mask:b}");
                 assert_eq!(fast.trans, general.trans, "{mask:b}");

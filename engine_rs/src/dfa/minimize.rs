@@ -39,7 +39,7 @@ pub(super) fn minimal_states(
 /// state in the minimal automaton, numbered breadth-first from the start's (`0`) over the
 /// classes in order (states not reachable from the start, if any, after those), and the minimal
 /// automaton's state count. For automata built elsewhere (the schema translator's
-/// character-level ones, through the bindings).
+/// character-level ones, through the bindings, which check the table first).
 #[cfg(feature = "python")]
 pub fn minimal_partition(
     stride: usize,
@@ -47,9 +47,10 @@ pub fn minimal_partition(
     accept: &[bool],
     start: u32,
 ) -> (Vec<u32>, usize) {
-    assert!(stride >= 1 && trans.len() == accept.len() * stride);
-    assert!((start as usize) < accept.len());
-    assert!(trans.iter().all(|&t| (t as usize) < accept.len()));
+    // Checked by the caller (the bindings refuse a malformed table with a `ValueError`).
+    debug_assert!(stride >= 1 && trans.len() == accept.len() * stride);
+    debug_assert!((start as usize) < accept.len());
+    debug_assert!(trans.iter().all(|&t| (t as usize) < accept.len()));
     // Any number of classes (the translator's alphabets can exceed 256 atoms).
     Partition::coarsest::<u32>(stride, trans, accept, false).renumbered(stride, trans, &[start])
 }
@@ -315,6 +316,7 @@ impl Partition {
 #[cfg(test)]
 mod tests {
     use super::super::table::Explored;
+    use super::super::tests::same_language;
     use super::super::{Dfa, DEAD};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
@@ -352,25 +354,6 @@ mod tests {
             count = ids.len();
             block = next;
         }
-    }
-
-    /// Whether `a` from `s` and `b` from `t` accept the same strings over the bytes `0..stride`
-    /// (a walk over the pairs of states reachable together).
-    fn same_language_from(a: &Dfa, s: u32, b: &Dfa, t: u32, stride: usize) -> bool {
-        let mut seen = FxHashMap::default();
-        let mut stack = vec![(s, t)];
-        while let Some((s, t)) = stack.pop() {
-            if seen.insert((s, t), ()).is_some() {
-                continue;
-            }
-            if a.is_accept(s) != b.is_accept(t) || (s == DEAD) != (t == DEAD) {
-                return false;
-            }
-            for c in 0..stride as u8 {
-                stack.push((a.next(s, c), b.next(t, c)));
-            }
-        }
-        true
     }
 
     /// A random table over `stride` classes whose states are all reachable from state 1, many
@@ -429,10 +412,10 @@ mod tests {
             let plain = table.finish_as_explored(classes(stride));
             let min = again.finish(classes(stride));
             let reps: Vec<u8> = (0..stride as u8).collect();
-            assert!(
-                same_language_from(&plain, plain.start(), &min, min.start(), stride),
-                "round {round}"
-            );
+            // Same strings, and along them the same live bytes and distances to acceptance.
+            if let Err(e) = same_language(&plain, &min) {
+                panic!("round {round}: {e}");
+            }
             assert_eq!(
                 min.state_count(),
                 moore_count(&plain, &reps),
@@ -441,17 +424,6 @@ mod tests {
             assert_eq!(moore_count(&min, &reps), min.state_count(), "round {round}");
             if min.state_count() > 1 {
                 assert_eq!(min.start(), 1, "round {round}");
-            }
-            for s in 0..min.state_count() as u32 {
-                assert_eq!(
-                    min.min_to_accept(s),
-                    (0..plain.state_count() as u32)
-                        .filter(|&p| same_language_from(&plain, p, &min, s, stride))
-                        .map(|p| plain.min_to_accept(p))
-                        .next()
-                        .unwrap_or(u32::MAX),
-                    "round {round}"
-                );
             }
             shrunk += usize::from(min.state_count() < plain.state_count());
         }
@@ -467,14 +439,7 @@ mod tests {
     fn a_language_tag_pattern_is_minimal() {
         let tag = r#""x_(?:(?:[A-Za-z]{2,3}(?:-[A-Za-z]{3}(?:-[A-Za-z]{3}){0,2})?|[A-Za-z]{4}|[A-Za-z]{5,8})(?:-[A-Za-z]{4})?(?:-(?:[A-Za-z]{2}|[0-9]{3}))?(?:-(?:[0-9A-Za-z]{5,8}|[0-9][0-9A-Za-z]{3}))*(?:-[0-9A-WYZa-wyz](?:-[0-9A-Za-z]{2,8})+)*(?:-x(?:-[0-9A-Za-z]{1,8})+)?|x(?:-[0-9A-Za-z]{1,8})+)""#;
         let d = Dfa::from_regex(tag, 1 << 24).unwrap();
-        let stride = d.stride as usize;
-        let reps: Vec<u8> = (0..stride)
-            .map(|c| {
-                (0..=255u8)
-                    .find(|&b| d.byte_class(b) as usize == c)
-                    .unwrap()
-            })
-            .collect();
+        let reps = d.class_reps();
         let n = d.state_count();
         assert_eq!(moore_count(&d, &reps), n);
         assert!(n < 400, "{n} states");

@@ -238,18 +238,7 @@ impl Dfa {
     /// first component; every base state is co-reachable when counts are ignored).
     pub fn counted_base(&self) -> Option<Dfa> {
         self.counter.as_ref()?;
-        let stride = self.stride as usize;
-        let mut reps = vec![0u8; stride];
-        for b in (0..=255u8).rev() {
-            reps[self.classes[b as usize] as usize] = b;
-        }
-        let explored = Explored {
-            stride,
-            trans: self.trans.clone(),
-            accept: self.accept.clone(),
-            reps,
-        };
-        let base = explored.finish_as_explored(self.classes);
+        let base = self.as_explored().finish_as_explored(self.classes);
         debug_assert_eq!(
             base.state_count(),
             self.accept.len(),

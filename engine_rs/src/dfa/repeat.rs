@@ -40,10 +40,7 @@ pub(super) fn bounded(
     if min > max || !prefix_free(body) {
         return Ok(None);
     }
-    let mut reps = vec![0u8; body.stride as usize];
-    for b in (0..=255u8).rev() {
-        reps[body.classes[b as usize] as usize] = b;
-    }
+    let reps = body.class_reps();
     let explored = super::explore(
         (0u32, BOUNDARY),
         &reps,

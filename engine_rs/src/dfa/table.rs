@@ -284,6 +284,27 @@ where
     })
 }
 
+impl Dfa {
+    /// One representative byte per class (the smallest), in class order.
+    pub(super) fn class_reps(&self) -> Vec<u8> {
+        let mut reps = vec![0u8; self.stride as usize];
+        for b in (0..=255u8).rev() {
+            reps[self.classes[b as usize] as usize] = b;
+        }
+        reps
+    }
+
+    /// This automaton's table as an exploration, to be finished again.
+    pub(super) fn as_explored(&self) -> Explored {
+        Explored {
+            stride: self.stride as usize,
+            trans: self.trans.clone(),
+            accept: self.accept.clone(),
+            reps: self.class_reps(),
+        }
+    }
+}
+
 impl Explored {
     /// Prunes states that cannot reach acceptance, renumbers densely, merges equivalent states
     /// ([`minimal_states`]) and fills derived tables.
