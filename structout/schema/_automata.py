@@ -363,18 +363,15 @@ class DFA:
         number = seen.__getitem__
         tr = [list(map(number, self.trans[q])) for q in order]
         acc = [self.accept[q] for q in order]
-        if not self.alpha.atoms:
-            return DFA(self.alpha, [[]], [acc[0]], 0)
+        # (an alphabet has at least one atom: its atoms partition all code points)
         block_of = minimal_partition_of(
             len(self.alpha.atoms), array("I", chain.from_iterable(tr)).tobytes(), bytes(acc), 0
         )
         nb = max(block_of) + 1
-        trans: list[list[int]] = [[]] * nb
+        trans: list[list[int]] = [[]] * nb  # each block's row, from its first state (never empty)
         accept = [False] * nb
-        filled = [False] * nb
         for q, bid in enumerate(block_of):
-            if not filled[bid]:
-                filled[bid] = True
+            if not trans[bid]:
                 trans[bid] = [block_of[r] for r in tr[q]]
                 accept[bid] = acc[q]
         return DFA(self.alpha, trans, accept, 0)
