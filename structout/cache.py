@@ -338,15 +338,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
     The temporary file lives in the destination directory (same filesystem) and is renamed over the
     destination with ``os.replace``, which is atomic on POSIX and Windows. Concurrent writers of the
-    same key simply race to an identical result.
+    same key simply race to an identical result. Not flushed to the device (``fsync``, about a
+    millisecond on the path of every new schema): every entry carries a checksum of its body,
+    checked on reading, so what a crash leaves half written is a miss, never a wrong entry.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
