@@ -344,8 +344,8 @@ def disk_cache_load(eng: StructoutSchemaEngine, run: EngineRun) -> dict[str, Any
     into a ready compiled grammar: the KBNF from disk, then the compiled grammar from disk (each
     load is checked to be a disk hit). Reported: KBNF load, and schema -> compiled grammar; and,
     from the writing pass, what a new schema costs on top of translating it when the disk cache
-    is on (the default): the KBNF lookup and write, and the engine compile with the grammar's
-    lookup and write."""
+    is on (the default): the KBNF lookup, and the engine compile with the grammar's lookup (both
+    writes run in the cache's background thread; their total is the wait for them at the end)."""
     import shutil
     import tempfile
 
@@ -367,6 +367,10 @@ def disk_cache_load(eng: StructoutSchemaEngine, run: EngineRun) -> dict[str, Any
             t3 = perf_ns()
             write_kbnf_ms.append((t1 - t0) / 1e6)
             write_grammar_ms.append((t3 - t2) / 1e6)
+        t0 = perf_ns()
+        if hasattr(cache_mod, "flush_disk_writes"):  # (synchronous writes before it)
+            cache_mod.flush_disk_writes()
+        background_ms = (perf_ns() - t0) / 1e6
 
         def refuse(_s: Any) -> str:
             raise RuntimeError("disk cache miss")
@@ -392,6 +396,7 @@ def disk_cache_load(eng: StructoutSchemaEngine, run: EngineRun) -> dict[str, Any
         "disk_load_plus_engine": dist_stats(total_ms, "ms"),
         "new_kbnf_lookup_write": dist_stats(write_kbnf_ms, "ms"),
         "new_engine_lookup_write": dist_stats(write_grammar_ms, "ms"),
+        "background_writes_left_ms": background_ms,
     }
 
 
@@ -423,10 +428,15 @@ def print_compile_detail(detail: dict[str, Any], disk: dict[str, Any], active: l
         print("structout disk cache, warm (new cache object, empty engine memory cache):")
         print(f"  KBNF load from disk (ms):      {q(disk['disk_load'], 'ms', 3)}")
         print(f"  schema -> compiled grammar (ms): {q(disk['disk_load_plus_engine'], 'ms', 3)}")
-        print("structout disk cache, a new schema (translation excluded; each write included):")
-        print(f"  KBNF lookup + write (ms):      {q(disk['new_kbnf_lookup_write'], 'ms', 3)}")
+        print("structout disk cache, a new schema (translation excluded; what the caller waits):")
+        print(f"  KBNF lookup (+ write) (ms):    {q(disk['new_kbnf_lookup_write'], 'ms', 3)}")
         print(
-            f"  engine compile + lookup + write (ms): {q(disk['new_engine_lookup_write'], 'ms', 3)}"
+            "  engine compile + lookup (+ write) (ms): "
+            f"{q(disk['new_engine_lookup_write'], 'ms', 3)}"
+        )
+        print(
+            "  background writes left after the last schema (ms): "
+            f"{disk['background_writes_left_ms']:.1f}"
         )
 
 

@@ -275,10 +275,24 @@ def load_or_compile(
     vocab: Vocabulary | _HasNative,
     start: str = "start",
     cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    defer_write: bool = False,
     **limits: int | None,
 ) -> tuple[CompiledGrammar, Literal["memory", "disk", "compiled"]]:
     """:func:`compile_kbnf`, also saying where the grammar came from: the memory cache, the disk
-    cache, or compiled now."""
+    cache, or compiled now. With ``defer_write``, a grammar compiled now is not written under
+    ``cache_dir``: the caller writes it with :func:`store_compiled` (off the request's path)."""
+
+def store_compiled(
+    text: str,
+    grammar: CompiledGrammar,
+    cache_dir: str | os.PathLike[str],
+    start: str = "start",
+    **limits: int | None,
+) -> bool:
+    """Writes ``grammar``, compiled from ``text`` with this ``start`` and these limits, under
+    ``cache_dir`` where :func:`load_or_compile` looks for it (GIL released). False when the write
+    failed (counted in ``cache_stats()["disk_errors"]``)."""
 
 def apply_token_bitmask_inplace(logits: npt.NDArray[Any], bitmask: _Bitmask) -> bool:
     """Sets the logits whose bit is clear (and columns beyond the bitmask) to ``-inf`` in place,
@@ -320,4 +334,5 @@ __all__ = [
     "fill_next_token_bitmasks",
     "load_or_compile",
     "minimal_partition_of",
+    "store_compiled",
 ]

@@ -19,11 +19,15 @@ Two layers:
   one that is corrupt, truncated or foreign is detected (magic, build, checksum, key, structural
   checks), recompiled and replaced, never trusted.
 
-Statistics are readable with :func:`cache_stats` (or ``CompileCache.stats()``).
+Both disk layers are written after the call that compiled the entry has returned, by one
+background thread per process (:func:`flush_disk_writes` waits for it; interpreter exit does too),
+so a new schema is ready without waiting for the filesystem. Statistics are readable with
+:func:`cache_stats` (or ``CompileCache.stats()``).
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import marshal
@@ -32,6 +36,7 @@ import sys
 import tempfile
 import threading
 import warnings
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,6 +53,7 @@ __all__ = [
     "cache_stats",
     "clear_cache",
     "default_cache_dir",
+    "flush_disk_writes",
     "get_default_cache",
     "schema_key",
 ]
@@ -219,6 +225,7 @@ class CompileCache:
         self._kbnf.clear()
         _engine.configure_cache(int(_engine.cache_stats()["capacity"]), clear=True)
         if disk:
+            flush_disk_writes()  # (a pending write would bring an entry back)
             # (`*.json`: entries of the first KBNF format)
             for sub, pattern in (("kbnf", "*.kbnf"), ("kbnf", "*.json"), ("grammars", "*.grammar")):
                 root = self.directory / sub
@@ -258,7 +265,8 @@ class CompileCache:
             raise TypeError(f"schema translator returned {type(text).__name__}, expected str")
         self._kbnf.put(key, text)
         if self.disk:
-            self._write_disk(key, text)
+            path = self._entry_path(key)
+            _writer.submit(lambda: self._write_disk(path, key, text))
         return text, key
 
     def _read_disk(self, key: str) -> str | None:
@@ -286,8 +294,7 @@ class CompileCache:
         # None: a corrupt or foreign file, a miss; the next write replaces it atomically.
         return text
 
-    def _write_disk(self, key: str, text: str) -> None:
-        path = self._entry_path(key)
+    def _write_disk(self, path: Path, key: str, text: str) -> None:
         body = text.encode("utf-8")
         header = {
             "format": DISK_FORMAT,
@@ -324,12 +331,18 @@ class CompileCache:
         written there). Disk problems never fail the call; they cost a compilation."""
         from structout import _engine
 
+        directory = self.grammar_directory
+        engine_limits = dict(limits or {})
         grammar, origin = _engine.load_or_compile(
-            kbnf, vocab, "start", self.grammar_directory, **dict(limits or {})
+            kbnf, vocab, "start", directory, defer_write=True, **engine_limits
         )
         self._count(
             {"memory": "grammar_hits", "disk": "grammar_disk_hits"}.get(origin, "grammar_misses")
         )
+        if origin == "compiled" and directory is not None:
+            _writer.submit(
+                lambda: _engine.store_compiled(kbnf, grammar, directory, "start", **engine_limits)
+            )
         return grammar
 
 
@@ -355,6 +368,87 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             pass
         raise
 
+
+class _BackgroundWriter:
+    """Runs the cache's disk writes in order on one daemon thread, after the call that produced
+    each entry has returned (a write costs about as much as compiling a median schema, and
+    nothing on the request's path needs it done).
+
+    Invariants: ``pending`` counts the writes submitted and not finished, at most
+    ``MAX_PENDING`` (a caller waits for room: memory stays bounded when the disk is slower than
+    the compiles); a job's exception becomes a warning, never the end of the thread (the jobs
+    report disk problems themselves: ``disk_errors``); the thread is started on first use, and
+    again in a forked child, which inherits neither the thread nor the parent's queue (those
+    entries are the parent's to write)."""
+
+    MAX_PENDING = 256
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition()
+        self._jobs: deque[Callable[[], object]] = deque()
+        self._pending = 0
+        self._thread: threading.Thread | None = None
+
+    def submit(self, job: Callable[[], object]) -> None:
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                thread = threading.Thread(
+                    target=self._run, name="structout-cache-writer", daemon=True
+                )
+                try:
+                    thread.start()
+                except RuntimeError:  # no new threads at interpreter shutdown: write now
+                    job()
+                    return
+                self._thread = thread
+            self._cond.wait_for(lambda: self._pending < self.MAX_PENDING)
+            self._jobs.append(job)
+            self._pending += 1
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs:
+                    self._cond.wait()
+                job = self._jobs.popleft()
+            try:
+                job()
+            except Exception as exc:  # noqa: BLE001 -- a failed write is a miss later, not a crash
+                warnings.warn(
+                    f"structout cache: a disk write failed ({exc!r}); the entry will be compiled "
+                    "again when needed",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
+            finally:
+                with self._cond:
+                    self._pending -= 1
+                    self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending == 0, timeout)
+
+
+_writer = _BackgroundWriter()
+if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
+    os.register_at_fork(after_in_child=_writer._reset)
+
+
+def flush_disk_writes(timeout: float | None = None) -> bool:
+    """Wait until the disk writes of every cache in this process are done (they run in the
+    background after the compile that produced them); False if ``timeout`` seconds passed first.
+    Called at interpreter exit, so a short-lived process still leaves its entries for the next.
+    """
+    return _writer.flush(timeout)
+
+
+# At exit, give pending writes time to finish (a killed process leaves only misses behind).
+atexit.register(flush_disk_writes, 30.0)
 
 _default_cache: CompileCache | None = None
 _default_lock = threading.Lock()

@@ -7,13 +7,14 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from structout.cache import CompileCache, default_cache_dir, schema_key
+from structout.cache import CompileCache, default_cache_dir, flush_disk_writes, schema_key
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
@@ -36,6 +37,7 @@ def test_second_lookup_is_a_memory_hit(tmp_path: Path) -> None:
     text2, key2 = cache.kbnf_for_schema(json.loads(json.dumps(SCHEMA)), tr)
     assert (text1, key1) == (text2, key2)
     assert tr.calls == 1
+    assert flush_disk_writes(timeout=30)
     s = cache.stats()
     assert (s.schema_misses, s.schema_memory_hits, s.schema_disk_hits) == (1, 1, 0)
     assert s.disk_writes == 1
@@ -45,6 +47,7 @@ def test_second_lookup_is_a_memory_hit(tmp_path: Path) -> None:
 def test_new_cache_object_hits_the_disk(tmp_path: Path) -> None:
     tr = CountingTranslator()
     CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
+    flush_disk_writes()
     fresh = CompileCache(tmp_path)
     text, _ = fresh.kbnf_for_schema(SCHEMA, tr)
     assert tr.calls == 1
@@ -108,6 +111,7 @@ def test_memory_bound_is_respected(tmp_path: Path) -> None:
 def test_corrupt_disk_entry_is_a_miss_and_gets_replaced(tmp_path: Path) -> None:
     tr = CountingTranslator()
     _, key = CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
+    flush_disk_writes()
     files = list(tmp_path.rglob(f"{key}.kbnf"))
     assert len(files) == 1
     whole = files[0].read_bytes()
@@ -117,6 +121,7 @@ def test_corrupt_disk_entry_is_a_miss_and_gets_replaced(tmp_path: Path) -> None:
         cache = CompileCache(tmp_path)
         cache.kbnf_for_schema(SCHEMA, tr)
         assert cache.stats().schema_misses == 1
+        flush_disk_writes()
         # Rewritten: one line of JSON, then the text as it is.
         header, text = files[0].read_bytes().split(b"\n", 1)
         assert json.loads(header)["key"] == key and text.decode() == expected
@@ -128,6 +133,7 @@ def test_corrupt_disk_entry_is_a_miss_and_gets_replaced(tmp_path: Path) -> None:
 def test_tampered_entry_fails_the_checksum(tmp_path: Path) -> None:
     tr = CountingTranslator()
     _, key = CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
+    flush_disk_writes()
     path = next(tmp_path.rglob(f"{key}.kbnf"))
     header, _ = path.read_bytes().split(b"\n", 1)
     path.write_bytes(header + b"\nstart ::= 'evil' ;")
@@ -141,8 +147,13 @@ def test_unwritable_directory_degrades_to_memory(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     cache = CompileCache(blocker / "sub")
     tr = CountingTranslator()
-    with pytest.warns(RuntimeWarning, match="STRUCTOUT_CACHE_DIR"):
+    # (the write, and so its warning, happens in the background, before the flush returns)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         cache.kbnf_for_schema(SCHEMA, tr)
+        flush_disk_writes()
+    assert [w for w in caught if w.category is RuntimeWarning]
+    assert all("STRUCTOUT_CACHE_DIR" in str(w.message) for w in caught)
     cache.kbnf_for_schema(SCHEMA, tr)
     assert tr.calls == 1
     assert cache.stats().disk_errors == 1
@@ -153,6 +164,7 @@ def test_env_var_sets_the_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert default_cache_dir() == tmp_path / "c"
     cache = CompileCache()
     cache.kbnf_for_schema(SCHEMA, CountingTranslator())
+    flush_disk_writes()
     assert list((tmp_path / "c").rglob("*.kbnf"))
     monkeypatch.delenv("STRUCTOUT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
@@ -177,6 +189,7 @@ def test_second_process_starts_warm(tmp_path: Path) -> None:
     tr = CountingTranslator()
     env = {**os.environ, "STRUCTOUT_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     CompileCache(tmp_path).kbnf_for_schema(SCHEMA, tr)
+    flush_disk_writes()
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(SCHEMA)],
         env=env,
@@ -194,11 +207,14 @@ def test_second_process_starts_warm(tmp_path: Path) -> None:
 def _write_same_key(directory: str) -> str:
     cache = CompileCache(directory, disk=True)
     text, _ = cache.kbnf_for_schema(SCHEMA, CountingTranslator())
+    flush_disk_writes()
     cache.clear()  # force the next lookups through the disk
     for _ in range(20):
         again, _ = cache.kbnf_for_schema(SCHEMA, CountingTranslator())
         assert again == text
         cache.clear()
+    # (a pool worker ends with os._exit, which skips the flush at exit)
+    flush_disk_writes()
     return text
 
 
@@ -252,6 +268,7 @@ def test_compiled_grammars_hit_memory_then_disk(tmp_path: Path) -> None:
     _forget_memory()
     first = cache.compiled_grammar(KBNF, vocab)
     assert cache.compiled_grammar(KBNF, vocab) == first  # the engine's memory cache
+    flush_disk_writes()
     entries = list((tmp_path / "grammars").rglob("*.grammar"))
     assert len(entries) == 1
     _forget_memory()
@@ -262,6 +279,7 @@ def test_compiled_grammars_hit_memory_then_disk(tmp_path: Path) -> None:
     assert (s.grammar_misses, s.grammar_hits, s.grammar_disk_hits) == (1, 1, 1)
     # Other limits are another entry, never the cached one.
     cache.compiled_grammar(KBNF, vocab, {"max_items_per_set": 1000})
+    flush_disk_writes()
     assert len(list((tmp_path / "grammars").rglob("*.grammar"))) == 2
     assert cache.stats().grammar_misses == 2
 
@@ -281,6 +299,7 @@ def test_a_damaged_entry_is_recompiled_and_replaced(tmp_path: Path, damage: str)
     cache = CompileCache(tmp_path)
     _forget_memory()
     reference = _masks(cache.compiled_grammar(KBNF, vocab), PREFIXES)
+    flush_disk_writes()
     (entry,) = (tmp_path / "grammars").rglob("*.grammar")
     data = entry.read_bytes()
     if damage == "truncate":
@@ -294,6 +313,7 @@ def test_a_damaged_entry_is_recompiled_and_replaced(tmp_path: Path, damage: str)
     else:  # another grammar's entry under this name (a hash collision, or a copied file)
         _forget_memory()
         cache.compiled_grammar(KBNF.replace("{1,6}", "{1,7}"), vocab)
+        flush_disk_writes()
         (other,) = set((tmp_path / "grammars").rglob("*.grammar")) - {entry}
         entry.write_bytes(other.read_bytes())
     _forget_memory()
@@ -301,6 +321,7 @@ def test_a_damaged_entry_is_recompiled_and_replaced(tmp_path: Path, damage: str)
     again = cache.compiled_grammar(KBNF, vocab)
     assert _masks(again, PREFIXES) == reference
     assert structout.cache_stats()["disk_errors"] == before + 1
+    flush_disk_writes()
     assert entry.read_bytes() == data  # rewritten whole
     _forget_memory()  # (also resets the engine's counters)
     cache.compiled_grammar(KBNF, vocab)
@@ -353,6 +374,7 @@ def test_clear_disk_removes_compiled_grammars(tmp_path: Path) -> None:
     cache = CompileCache(tmp_path)
     _forget_memory()
     cache.compiled_grammar(KBNF, _vocab())
+    flush_disk_writes()
     assert list((tmp_path / "grammars").rglob("*.grammar"))
     cache.clear(disk=True)
     assert not list((tmp_path / "grammars").rglob("*.grammar"))
@@ -375,3 +397,81 @@ def test_schemas_differing_in_key_order_keep_their_own_grammars(tmp_path: Path) 
     fresh = CompileCache(tmp_path)
     assert fresh.kbnf_for_schema(b, to_kbnf)[0] == to_kbnf(b)
     assert fresh.kbnf_for_schema(a, to_kbnf)[0] == to_kbnf(a)
+
+
+def test_disk_writes_happen_after_the_call(tmp_path: Path) -> None:
+    import threading
+
+    import structout.cache as cache_mod
+
+    # Hold the writer with a job of our own: the lookup returns all the same, its entries are
+    # written once the writer is free.
+    release = threading.Event()
+    cache_mod._writer.submit(release.wait)
+    try:
+        cache = CompileCache(tmp_path)
+        text, key = cache.kbnf_for_schema(SCHEMA, CountingTranslator())
+        _forget_memory()
+        grammar = cache.compiled_grammar(KBNF, _vocab())
+        assert not list(tmp_path.rglob("*.kbnf")) and not list(tmp_path.rglob("*.grammar"))
+        assert not flush_disk_writes(timeout=0.05)
+    finally:
+        release.set()
+    assert flush_disk_writes(timeout=30)
+    assert len(list(tmp_path.rglob(f"{key}.kbnf"))) == 1
+    assert len(list((tmp_path / "grammars").rglob("*.grammar"))) == 1
+    assert cache.stats().disk_writes == 1
+    # What was written is what a new process would load.
+    fresh = CompileCache(tmp_path)
+    _forget_memory()
+    assert fresh.kbnf_for_schema(SCHEMA, CountingTranslator())[0] == text
+    assert _masks(fresh.compiled_grammar(KBNF, _vocab()), PREFIXES) == _masks(grammar, PREFIXES)
+    assert (fresh.stats().schema_disk_hits, fresh.stats().grammar_disk_hits) == (1, 1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_writes_its_own_entries(tmp_path: Path) -> None:
+    import threading
+
+    import structout.cache as cache_mod
+
+    # Fork while the parent's writer is busy (its lock and queue state are the parent's): the
+    # child starts its own writer and neither hangs nor writes the parent's entries.
+    release = threading.Event()
+    cache_mod._writer.submit(release.wait)
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover -- the child reports through its exit status
+            ok = False
+            try:
+                CompileCache(tmp_path).kbnf_for_schema({"const": "child"}, CountingTranslator())
+                ok = flush_disk_writes(timeout=30) and len(list(tmp_path.rglob("*.kbnf"))) == 1
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert flush_disk_writes(timeout=30)
+
+
+def test_pending_writes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import structout.cache as cache_mod
+
+    writer = cache_mod._writer
+    monkeypatch.setattr(writer, "MAX_PENDING", 2)
+    release = threading.Event()
+    done: list[int] = []
+    writer.submit(release.wait)
+    writer.submit(lambda: done.append(1))
+    # A third write waits for room instead of growing the queue.
+    third = threading.Thread(target=writer.submit, args=(lambda: done.append(3),))
+    third.start()
+    third.join(timeout=0.2)
+    assert third.is_alive() and done == []
+    release.set()
+    third.join(timeout=30)
+    assert not third.is_alive()
+    assert flush_disk_writes(timeout=30) and done == [1, 3]

@@ -164,18 +164,29 @@ pub fn compile(
     options: &CompileOptions,
     vocab: &Arc<Vocabulary>,
 ) -> Result<Arc<CompiledGrammar>, CompileError> {
-    compile_with(text, options, vocab, None).map(|(g, _)| g)
+    compile_with(text, options, vocab, None, Write::Now).map(|(g, _)| g)
+}
+
+/// When [`compile_with`] writes a grammar it compiled to the disk layer.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Write {
+    /// Before returning it.
+    Now,
+    /// Not at all: the caller writes it with [`store`] (after the request, off its path).
+    Later,
 }
 
 /// [`compile`], with a disk layer under `disk` when given: a memory miss loads the entry a
-/// process (this one or an earlier one) wrote there, and a grammar compiled now is written there.
-/// An entry that cannot be used is counted in `disk_errors` and replaced; disk problems never fail
-/// the request, they only cost the compilation.
+/// process (this one or an earlier one) wrote there, and a grammar compiled now is written there
+/// (by [`store`], now or later as `write` says). An entry that cannot be used is counted in
+/// `disk_errors` and replaced; disk problems never fail the request, they only cost the
+/// compilation.
 pub fn compile_with(
     text: &str,
     options: &CompileOptions,
     vocab: &Arc<Vocabulary>,
     disk: Option<&Path>,
+    write: Write,
 ) -> Result<(Arc<CompiledGrammar>, Origin), CompileError> {
     let key = Key::new(text, options, vocab.fingerprint());
     {
@@ -195,11 +206,8 @@ pub fn compile_with(
             }
             let grammar = Arc::new(Grammar::compile(text, options)?);
             let compiled = Arc::new(CompiledGrammar::new(grammar, vocab.clone()));
-            if let Some(p) = &path {
-                match disk::store(p, text, &compiled) {
-                    Ok(()) => count(|s| s.disk_writes += 1),
-                    Err(_) => count(|s| s.disk_errors += 1),
-                }
+            if let (Some(dir), Write::Now) = (disk, write) {
+                store(dir, text, options, &compiled);
             }
             (compiled, Origin::Compiled)
         }
@@ -224,6 +232,20 @@ pub fn compile_with(
     c.map.insert(key, compiled.clone());
     c.stats.entries = c.map.len();
     Ok((compiled, origin))
+}
+
+/// Writes `compiled` (compiled from `text` under `options`) to the disk layer under `dir`, where
+/// [`compile_with`] looks for it; counted in `disk_writes`, or `disk_errors` (false) when the
+/// write fails.
+pub fn store(dir: &Path, text: &str, options: &CompileOptions, compiled: &CompiledGrammar) -> bool {
+    let path = disk::entry_path(dir, text, options, compiled.vocab.fingerprint());
+    let stored = disk::store(&path, text, compiled).is_ok();
+    if stored {
+        count(|s| s.disk_writes += 1);
+    } else {
+        count(|s| s.disk_errors += 1);
+    }
+    stored
 }
 
 fn count(f: impl FnOnce(&mut CacheStats)) {
@@ -308,6 +330,25 @@ mod tests {
         assert!(map.contains_key(&other.fingerprint()));
         drop(map);
         assert!(index.upgrade().is_none(), "freed with its entry");
+    }
+
+    /// `Write::Later` leaves the entry to [`store`], which writes what a later load accepts.
+    #[test]
+    fn a_deferred_write_is_stored_later() {
+        let dir = std::env::temp_dir().join(format!("structout-defer-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let vocab = byte_vocab(b"deferred-write-test");
+        let o = CompileOptions::default();
+        let text =
+            "start ::= \"{\" deferred_write_test \"}\"; deferred_write_test ::= #\"[a-z]{1,5}\";";
+        let (compiled, origin) = compile_with(text, &o, &vocab, Some(&dir), Write::Later).unwrap();
+        assert_eq!(origin, Origin::Compiled);
+        let path = disk::entry_path(&dir, text, &o, vocab.fingerprint());
+        assert!(!path.exists(), "nothing written before `store`");
+        assert!(store(&dir, text, &o, &compiled));
+        let loaded = disk::load(&path, text, &o, &vocab).expect("the stored entry loads");
+        assert_eq!(loaded.grammar().lnf_debug(), compiled.grammar().lnf_debug());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Keys hash by their digest but compare in full: a digest collision is never a hit.

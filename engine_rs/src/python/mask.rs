@@ -369,25 +369,74 @@ fn compile_kbnf(
     cache_dir: Option<std::path::PathBuf>,
     limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyCompiledGrammar> {
-    cached_compile(py, "compile_kbnf", text, vocab, start, cache_dir, limits).map(|(g, _)| g)
+    cached_compile(
+        py,
+        "compile_kbnf",
+        text,
+        vocab,
+        start,
+        cache_dir,
+        limits,
+        cache::Write::Now,
+    )
+    .map(|(g, _)| g)
 }
 
 /// [`compile_kbnf`], also saying where the grammar came from: `"memory"`, `"disk"` or
-/// `"compiled"`.
+/// `"compiled"`; with `defer_write`, a grammar compiled now is not written under `cache_dir`
+/// (the caller writes it later with [`store_compiled`]).
 #[pyfunction]
-#[pyo3(signature = (text, vocab, start="start", cache_dir=None, **limits))]
+#[pyo3(signature = (text, vocab, start="start", cache_dir=None, *, defer_write=false, **limits))]
+#[allow(clippy::too_many_arguments)]
 fn load_or_compile(
     py: Python<'_>,
     text: &str,
     vocab: &Bound<'_, PyAny>,
     start: &str,
     cache_dir: Option<std::path::PathBuf>,
+    defer_write: bool,
     limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(PyCompiledGrammar, &'static str)> {
-    cached_compile(py, "load_or_compile", text, vocab, start, cache_dir, limits)
-        .map(|(g, origin)| (g, origin.as_str()))
+    let write = if defer_write {
+        cache::Write::Later
+    } else {
+        cache::Write::Now
+    };
+    cached_compile(
+        py,
+        "load_or_compile",
+        text,
+        vocab,
+        start,
+        cache_dir,
+        limits,
+        write,
+    )
+    .map(|(g, origin)| (g, origin.as_str()))
 }
 
+/// Writes `grammar`, compiled from `text` with these `start` and limits, under `cache_dir` where
+/// [`load_or_compile`] looks for it (GIL released); false when the write failed (counted in
+/// `disk_errors`).
+#[pyfunction]
+#[pyo3(signature = (text, grammar, cache_dir, start="start", **limits))]
+fn store_compiled(
+    py: Python<'_>,
+    text: &str,
+    grammar: &PyCompiledGrammar,
+    cache_dir: std::path::PathBuf,
+    start: &str,
+    limits: Option<&Bound<'_, PyDict>>,
+) -> PyResult<bool> {
+    let opts = compile_options("store_compiled", start, limits, true)?;
+    guard(py, || {
+        let text = text.to_owned();
+        let compiled = grammar.inner.clone();
+        Ok(py.allow_threads(move || cache::store(&cache_dir, &text, &opts, &compiled)))
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
 fn cached_compile(
     py: Python<'_>,
     caller: &str,
@@ -396,14 +445,17 @@ fn cached_compile(
     start: &str,
     cache_dir: Option<std::path::PathBuf>,
     limits: Option<&Bound<'_, PyDict>>,
+    write: cache::Write,
 ) -> PyResult<(PyCompiledGrammar, cache::Origin)> {
     let vocab = extract_vocab(vocab)?;
     let opts = compile_options(caller, start, limits, true)?;
     guard(py, || {
         let text = text.to_owned();
-        py.allow_threads(move || cache::compile_with(&text, &opts, &vocab, cache_dir.as_deref()))
-            .map(|(inner, origin)| (PyCompiledGrammar { inner }, origin))
-            .map_err(|e| compile_error(py, &e))
+        py.allow_threads(move || {
+            cache::compile_with(&text, &opts, &vocab, cache_dir.as_deref(), write)
+        })
+        .map(|(inner, origin)| (PyCompiledGrammar { inner }, origin))
+        .map_err(|e| compile_error(py, &e))
     })
 }
 
@@ -499,6 +551,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyMatcher>()?;
     m.add_function(wrap_pyfunction!(compile_kbnf, m)?)?;
     m.add_function(wrap_pyfunction!(load_or_compile, m)?)?;
+    m.add_function(wrap_pyfunction!(store_compiled, m)?)?;
     m.add_function(wrap_pyfunction!(fill_next_token_bitmasks, m)?)?;
     m.add_function(wrap_pyfunction!(cache_stats, m)?)?;
     m.add_function(wrap_pyfunction!(configure_cache, m)?)?;
