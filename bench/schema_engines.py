@@ -253,9 +253,9 @@ class StructoutSchemaEngine(SchemaEngine):
         t0 = perf_ns()
         self.compile(copy.deepcopy(WARMUP_SCHEMA))
         self.warmup_s = (perf_ns() - t0) / 1e9
-        # Keeps the per-vocabulary token index alive (the engine shares it between the grammars
-        # of a vocabulary through a weak reference; with no grammar alive it would be rebuilt
-        # by the next compile).
+        # Engine builds before 98fa6c5 kept the per-vocabulary token index only while a grammar
+        # used it (the next compile rebuilt it otherwise); holding one grammar keeps runs against
+        # those builds (A/B in a worktree) comparable. Newer builds keep it with the vocabulary.
         self.keep_alive = self.grammar
         self.release()
         if self.cold:
