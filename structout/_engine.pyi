@@ -283,16 +283,10 @@ def load_or_compile(
     cache, or compiled now. With ``defer_write``, a grammar compiled now is not written under
     ``cache_dir``: the caller writes it with :func:`store_compiled` (off the request's path)."""
 
-def store_compiled(
-    text: str,
-    grammar: CompiledGrammar,
-    cache_dir: str | os.PathLike[str],
-    start: str = "start",
-    **limits: int | None,
-) -> bool:
-    """Writes ``grammar``, compiled from ``text`` with this ``start`` and these limits, under
-    ``cache_dir`` where :func:`load_or_compile` looks for it (GIL released). False when the write
-    failed (counted in ``cache_stats()["disk_errors"]``)."""
+def store_compiled(text: str, grammar: CompiledGrammar, cache_dir: str | os.PathLike[str]) -> bool:
+    """Writes ``grammar``, compiled from ``text``, under ``cache_dir`` where
+    :func:`load_or_compile` looks for it (GIL released). False when the write failed or ``text``
+    is not the grammar's (counted in ``cache_stats()["disk_errors"]``)."""
 
 def apply_token_bitmask_inplace(logits: npt.NDArray[Any], bitmask: _Bitmask) -> bool:
     """Sets the logits whose bit is clear (and columns beyond the bitmask) to ``-inf`` in place,

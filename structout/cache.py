@@ -20,8 +20,8 @@ Two layers:
   checks), recompiled and replaced, never trusted.
 
 Both disk layers are written after the call that compiled the entry has returned, by one
-background thread per process (:func:`flush_disk_writes` waits for it; interpreter exit does too),
-so a new schema is ready without waiting for the filesystem. Statistics are readable with
+background thread per process (:func:`flush_disk_writes` waits for it; interpreter exit does too,
+not ``os._exit``), so a new schema is ready without waiting for the filesystem. Statistics are readable with
 :func:`cache_stats` (or ``CompileCache.stats()``).
 """
 
@@ -222,10 +222,11 @@ class CompileCache:
         on-disk KBNF and compiled-grammar entries when ``disk=True``)."""
         from structout import _engine
 
+        # Pending writes first: they would bring entries back, or count after the reset.
+        flush_disk_writes()
         self._kbnf.clear()
         _engine.configure_cache(int(_engine.cache_stats()["capacity"]), clear=True)
         if disk:
-            flush_disk_writes()  # (a pending write would bring an entry back)
             # (`*.json`: entries of the first KBNF format)
             for sub, pattern in (("kbnf", "*.kbnf"), ("kbnf", "*.json"), ("grammars", "*.grammar")):
                 root = self.directory / sub
@@ -265,8 +266,11 @@ class CompileCache:
             raise TypeError(f"schema translator returned {type(text).__name__}, expected str")
         self._kbnf.put(key, text)
         if self.disk:
-            path = self._entry_path(key)
-            _writer.submit(lambda: self._write_disk(path, key, text))
+            path, root = self._entry_path(key), self.directory
+            existed = root.is_dir()
+            _writer.submit(
+                lambda: self._write_disk(path, key, text) if root.is_dir() or not existed else None
+            )
         return text, key
 
     def _read_disk(self, key: str) -> str | None:
@@ -340,8 +344,15 @@ class CompileCache:
             {"memory": "grammar_hits", "disk": "grammar_disk_hits"}.get(origin, "grammar_misses")
         )
         if origin == "compiled" and directory is not None:
+            root = self.directory
+            existed = root.is_dir()
+            # (a directory removed meanwhile is not brought back)
             _writer.submit(
-                lambda: _engine.store_compiled(kbnf, grammar, directory, "start", **engine_limits)
+                lambda: (
+                    _engine.store_compiled(kbnf, grammar, directory)
+                    if root.is_dir() or not existed
+                    else None
+                )
             )
         return grammar
 
@@ -374,12 +385,13 @@ class _BackgroundWriter:
     each entry has returned (a write costs about as much as compiling a median schema, and
     nothing on the request's path needs it done).
 
-    Invariants: ``pending`` counts the writes submitted and not finished, at most
-    ``MAX_PENDING`` (a caller waits for room: memory stays bounded when the disk is slower than
-    the compiles); a job's exception becomes a warning, never the end of the thread (the jobs
-    report disk problems themselves: ``disk_errors``); the thread is started on first use, and
-    again in a forked child, which inherits neither the thread nor the parent's queue (those
-    entries are the parent's to write)."""
+    Invariants: ``submitted - done`` writes are pending, at most ``MAX_PENDING`` (a caller waits
+    for room; queued writes hold their grammars, so memory is bounded by that count); a job's
+    exception becomes a warning, never the end of the thread or the caller's error (the jobs
+    report disk problems themselves: ``disk_errors``); a fork waits until the thread is between
+    jobs (a job may hold a lock the child would need: a cache's counters, the engine's cache)
+    and the child starts its own writer, without the parent's queue (those entries are the
+    parent's to write); after the flush at exit, writes run in the caller's thread."""
 
     MAX_PENDING = 256
 
@@ -389,25 +401,31 @@ class _BackgroundWriter:
     def _reset(self) -> None:
         self._cond = threading.Condition()
         self._jobs: deque[Callable[[], object]] = deque()
-        self._pending = 0
+        self._submitted = 0
+        self._done = 0
+        self._busy = False
+        self._closed = False
         self._thread: threading.Thread | None = None
 
     def submit(self, job: Callable[[], object]) -> None:
         with self._cond:
-            if self._thread is None or not self._thread.is_alive():
+            inline = self._closed
+            if not inline and (self._thread is None or not self._thread.is_alive()):
                 thread = threading.Thread(
                     target=self._run, name="structout-cache-writer", daemon=True
                 )
                 try:
                     thread.start()
-                except RuntimeError:  # no new threads at interpreter shutdown: write now
-                    job()
-                    return
-                self._thread = thread
-            self._cond.wait_for(lambda: self._pending < self.MAX_PENDING)
-            self._jobs.append(job)
-            self._pending += 1
-            self._cond.notify_all()
+                    self._thread = thread
+                except RuntimeError:  # no new threads at interpreter shutdown
+                    inline = True
+            if not inline:
+                self._cond.wait_for(lambda: self._submitted - self._done < self.MAX_PENDING)
+                self._jobs.append(job)
+                self._submitted += 1
+                self._cond.notify_all()
+        if inline:
+            _run_job(job)
 
     def _run(self) -> None:
         while True:
@@ -415,40 +433,69 @@ class _BackgroundWriter:
                 while not self._jobs:
                     self._cond.wait()
                 job = self._jobs.popleft()
+                self._busy = True
             try:
-                job()
-            except Exception as exc:  # noqa: BLE001 -- a failed write is a miss later, not a crash
-                warnings.warn(
-                    f"structout cache: a disk write failed ({exc!r}); the entry will be compiled "
-                    "again when needed",
-                    RuntimeWarning,
-                    stacklevel=1,
-                )
+                _run_job(job)
             finally:
                 with self._cond:
-                    self._pending -= 1
+                    self._busy = False
+                    self._done += 1
                     self._cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
+        """Wait for the writes submitted so far (not for those submitted meanwhile)."""
         with self._cond:
-            return self._cond.wait_for(lambda: self._pending == 0, timeout)
+            target = self._submitted
+            return self._cond.wait_for(lambda: self._done >= target, timeout)
+
+    def close(self) -> None:
+        """At exit: finish what is queued, then write in the caller's thread (no thread of ours
+        is inside the engine while the interpreter finalizes)."""
+        self.flush(30.0)
+        with self._cond:
+            self._closed = True
+
+    def before_fork(self) -> None:
+        self._cond.acquire()
+        self._cond.wait_for(lambda: not self._busy, 10.0)  # (held across the fork)
+
+    def after_fork_in_parent(self) -> None:
+        self._cond.release()
+
+
+def _run_job(job: Callable[[], object]) -> None:
+    try:
+        job()
+    except Exception as exc:  # noqa: BLE001 -- a failed write is a miss later, not a crash
+        warnings.warn(
+            f"structout cache: a disk write failed ({exc!r}); the entry will be compiled again "
+            "when needed",
+            RuntimeWarning,
+            stacklevel=1,
+        )
 
 
 _writer = _BackgroundWriter()
 if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
-    os.register_at_fork(after_in_child=_writer._reset)
+    os.register_at_fork(
+        before=_writer.before_fork,
+        after_in_parent=_writer.after_fork_in_parent,
+        after_in_child=_writer._reset,
+    )
 
 
 def flush_disk_writes(timeout: float | None = None) -> bool:
-    """Wait until the disk writes of every cache in this process are done (they run in the
-    background after the compile that produced them); False if ``timeout`` seconds passed first.
-    Called at interpreter exit, so a short-lived process still leaves its entries for the next.
+    """Wait until the disk writes submitted so far by every cache in this process are done (they
+    run in the background after the compile that produced them); False if ``timeout`` seconds
+    passed first. Also run at interpreter exit, so a short-lived process leaves its entries for
+    the next; a process that ends with ``os._exit`` (multiprocessing workers do) or is killed
+    leaves the last ones unwritten (a miss later, never a wrong entry). Call it before removing a
+    cache directory that is still in use.
     """
     return _writer.flush(timeout)
 
 
-# At exit, give pending writes time to finish (a killed process leaves only misses behind).
-atexit.register(flush_disk_writes, 30.0)
+atexit.register(_writer.close)
 
 _default_cache: CompileCache | None = None
 _default_lock = threading.Lock()

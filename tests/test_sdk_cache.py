@@ -152,8 +152,10 @@ def test_unwritable_directory_degrades_to_memory(tmp_path: Path) -> None:
         warnings.simplefilter("always")
         cache.kbnf_for_schema(SCHEMA, tr)
         flush_disk_writes()
-    assert [w for w in caught if w.category is RuntimeWarning]
-    assert all("STRUCTOUT_CACHE_DIR" in str(w.message) for w in caught)
+    assert cache.stats().disk_errors == 1
+    assert any(
+        w.category is RuntimeWarning and "STRUCTOUT_CACHE_DIR" in str(w.message) for w in caught
+    )
     cache.kbnf_for_schema(SCHEMA, tr)
     assert tr.calls == 1
     assert cache.stats().disk_errors == 1
@@ -432,27 +434,87 @@ def test_disk_writes_happen_after_the_call(tmp_path: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_child_writes_its_own_entries(tmp_path: Path) -> None:
     import threading
+    import time
 
     import structout.cache as cache_mod
 
-    # Fork while the parent's writer is busy (its lock and queue state are the parent's): the
-    # child starts its own writer and neither hangs nor writes the parent's entries.
+    cache, other = CompileCache(tmp_path), CompileCache(tmp_path)
+    # The writer busy in a job that holds a lock the child needs (`cache`'s counters) and, queued
+    # behind it, one of the parent's writes: the fork waits for the job to end, and the child
+    # neither hangs on the lock nor writes the parent's entry.
+    started, release = threading.Event(), threading.Event()
+
+    def holding() -> None:
+        with cache._stats_lock:
+            started.set()
+            release.wait(30)
+
+    cache_mod._writer.submit(holding)
+    assert started.wait(30)
+    _, parent_key = other.kbnf_for_schema({"const": "parent"}, CountingTranslator())
+    threading.Timer(0.2, release.set).start()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover -- the child reports through its exit status
+        ok = False
+        try:
+            _, key = cache.kbnf_for_schema({"const": "child"}, CountingTranslator())
+            ok = flush_disk_writes(timeout=30) and len(list(tmp_path.rglob(f"{key}.kbnf"))) == 1
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not done:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert done, "the child hung"
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert flush_disk_writes(timeout=30)
+    assert len(list(tmp_path.rglob(f"{parent_key}.kbnf"))) == 1
+    assert len(list(tmp_path.rglob("*.kbnf"))) == 2  # the parent's entry and the child's
+
+
+def test_flush_waits_for_earlier_writes_only() -> None:
+    import threading
+
+    import structout.cache as cache_mod
+
+    writer = cache_mod._writer
+    first, release = threading.Event(), threading.Event()
+    writer.submit(first.wait)
+    flushed: list[bool] = []
+    waiter = threading.Thread(target=lambda: flushed.append(flush_disk_writes(timeout=30)))
+    waiter.start()
+    writer.submit(release.wait)  # submitted after the flush began: not waited for
+    first.set()
+    waiter.join(timeout=30)
+    assert flushed == [True]
+    release.set()
+    assert flush_disk_writes(timeout=30)
+
+
+def test_a_write_does_not_bring_back_a_removed_directory(tmp_path: Path) -> None:
+    import shutil
+    import threading
+
+    import structout.cache as cache_mod
+
+    root = tmp_path / "cache"
+    root.mkdir()
     release = threading.Event()
     cache_mod._writer.submit(release.wait)
     try:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover -- the child reports through its exit status
-            ok = False
-            try:
-                CompileCache(tmp_path).kbnf_for_schema({"const": "child"}, CountingTranslator())
-                ok = flush_disk_writes(timeout=30) and len(list(tmp_path.rglob("*.kbnf"))) == 1
-            finally:
-                os._exit(0 if ok else 1)
-        _, status = os.waitpid(pid, 0)
+        CompileCache(root).kbnf_for_schema(SCHEMA, CountingTranslator())
+        _forget_memory()
+        CompileCache(root).compiled_grammar(KBNF, _vocab())
+        shutil.rmtree(root)
     finally:
         release.set()
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert flush_disk_writes(timeout=30)
+    assert not root.exists()
 
 
 def test_pending_writes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,12 +4,16 @@ use crate::error::{CompileError, Diagnostic, Span};
 use crate::kbnf::parser;
 use crate::lnf::{lower, normalize, Lnf};
 pub use crate::options::CompileOptions;
+use crate::persist::Checksum;
 
 /// A compiled grammar: the LNF plus the options it was compiled with. Immutable, `Send + Sync`.
 #[derive(Clone, Debug)]
 pub struct Grammar {
     pub(crate) lnf: Lnf,
     pub(crate) options: CompileOptions,
+    /// Checksum of the text it was compiled from: the disk cache files a grammar only under
+    /// that text (see `mask::cache::store`).
+    pub(crate) source: u64,
 }
 
 impl Grammar {
@@ -33,6 +37,7 @@ impl Grammar {
         Ok(Grammar {
             lnf: Lnf::from_bnf(bnf, start_nullable),
             options: options.clone(),
+            source: Checksum::of(text.as_bytes()),
         })
     }
 

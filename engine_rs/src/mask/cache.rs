@@ -19,8 +19,14 @@ pub const DEFAULT_CAPACITY: usize = 128;
 /// One vocabulary's token index, kept while a vocabulary with its fingerprint is alive.
 struct IndexEntry {
     index: Arc<TokenIndex>,
-    /// The vocabulary that asked for it last (equal fingerprints: equal vocabularies).
-    owner: Weak<Vocabulary>,
+    /// The vocabularies that asked for it (equal fingerprints: equal vocabularies), live ones.
+    owners: Vec<Weak<Vocabulary>>,
+}
+
+impl IndexEntry {
+    fn needed(&self) -> bool {
+        self.owners.iter().any(|w| w.strong_count() > 0) || Arc::strong_count(&self.index) > 1
+    }
 }
 
 fn indexes() -> &'static Mutex<HashMap<u64, IndexEntry>> {
@@ -30,27 +36,33 @@ fn indexes() -> &'static Mutex<HashMap<u64, IndexEntry>> {
 
 /// The token index of a vocabulary, shared by every grammar compiled for it.
 ///
-/// Invariant: an index lives as long as its vocabulary, not only as long as some grammar uses
-/// it: a grammar compiled after the last one for a vocabulary was dropped (no memory cache, a
-/// cleared one, a server that drops grammars after each request) reuses it instead of
-/// rebuilding it (tens of milliseconds for a 128K-token vocabulary). An entry goes when its
-/// vocabulary and every grammar using its index are gone, at the next call for any vocabulary.
+/// Invariant: an index lives as long as a vocabulary with its fingerprint, not only as long as
+/// some grammar uses it: a grammar compiled after the last one for a vocabulary was dropped (no
+/// memory cache, a cleared one, a server that drops grammars after each request) reuses it
+/// instead of rebuilding it (tens of milliseconds for a 128K-token vocabulary). An entry goes
+/// when all its vocabularies and every grammar using its index are gone, at the next call (for
+/// any vocabulary; the map holds one entry per vocabulary in use, so the scan is short).
 pub fn token_index(vocab: &Arc<Vocabulary>) -> Arc<TokenIndex> {
     let key = vocab.fingerprint();
     let mut map = indexes().lock().unwrap_or_else(|p| p.into_inner());
+    map.retain(|&k, e| k == key || e.needed());
     if let Some(entry) = map.get_mut(&key) {
-        if entry.owner.strong_count() == 0 {
-            entry.owner = Arc::downgrade(vocab);
+        entry.owners.retain(|w| w.strong_count() > 0);
+        if !entry
+            .owners
+            .iter()
+            .any(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(vocab)))
+        {
+            entry.owners.push(Arc::downgrade(vocab));
         }
         return entry.index.clone();
     }
-    map.retain(|_, e| e.owner.strong_count() > 0 || Arc::strong_count(&e.index) > 1);
     let index = Arc::new(TokenIndex::new(vocab));
     map.insert(
         key,
         IndexEntry {
             index: index.clone(),
-            owner: Arc::downgrade(vocab),
+            owners: vec![Arc::downgrade(vocab)],
         },
     );
     index
@@ -207,7 +219,7 @@ pub fn compile_with(
             let grammar = Arc::new(Grammar::compile(text, options)?);
             let compiled = Arc::new(CompiledGrammar::new(grammar, vocab.clone()));
             if let (Some(dir), Write::Now) = (disk, write) {
-                store(dir, text, options, &compiled);
+                store(dir, text, &compiled);
             }
             (compiled, Origin::Compiled)
         }
@@ -234,12 +246,16 @@ pub fn compile_with(
     Ok((compiled, origin))
 }
 
-/// Writes `compiled` (compiled from `text` under `options`) to the disk layer under `dir`, where
-/// [`compile_with`] looks for it; counted in `disk_writes`, or `disk_errors` (false) when the
-/// write fails.
-pub fn store(dir: &Path, text: &str, options: &CompileOptions, compiled: &CompiledGrammar) -> bool {
-    let path = disk::entry_path(dir, text, options, compiled.vocab.fingerprint());
-    let stored = disk::store(&path, text, compiled).is_ok();
+/// Writes `compiled` to the disk layer under `dir`, where [`compile_with`] looks for it under
+/// `text` (the text it was compiled from: another text is refused, as that entry would give a
+/// wrong grammar) and the options it was compiled with; counted in `disk_writes`, or
+/// `disk_errors` (false) when refused or when the write fails.
+pub fn store(dir: &Path, text: &str, compiled: &CompiledGrammar) -> bool {
+    let grammar = &compiled.grammar;
+    let stored = grammar.source == Checksum::of(text.as_bytes()) && {
+        let path = disk::entry_path(dir, text, grammar.options(), compiled.vocab.fingerprint());
+        disk::store(&path, text, compiled).is_ok()
+    };
     if stored {
         count(|s| s.disk_writes += 1);
     } else {
@@ -319,8 +335,14 @@ mod tests {
         // An equal vocabulary (same fingerprint) shares it too.
         let twin = byte_vocab(b"index-lifetime-test");
         assert!(Arc::ptr_eq(&token_index(&twin), &kept));
-        drop((kept, second, vocab, twin));
-        assert!(index.upgrade().is_some(), "kept until the next call");
+        // The first vocabulary gone, its twin still holds the index.
+        drop((kept, second, vocab));
+        let _ = token_index(&byte_vocab(b"index-lifetime-third"));
+        assert!(Arc::ptr_eq(
+            &token_index(&twin),
+            &index.upgrade().expect("kept for the twin")
+        ));
+        drop(twin);
         // Vocabularies and grammars gone: the next call for another vocabulary drops the entry.
         let key = byte_vocab(b"index-lifetime-test").fingerprint();
         let other = byte_vocab(b"index-lifetime-other");
@@ -345,7 +367,12 @@ mod tests {
         assert_eq!(origin, Origin::Compiled);
         let path = disk::entry_path(&dir, text, &o, vocab.fingerprint());
         assert!(!path.exists(), "nothing written before `store`");
-        assert!(store(&dir, text, &o, &compiled));
+        assert!(
+            !store(&dir, "start ::= \"other\";", &compiled),
+            "another text is refused"
+        );
+        assert!(!path.exists());
+        assert!(store(&dir, text, &compiled));
         let loaded = disk::load(&path, text, &o, &vocab).expect("the stored entry loads");
         assert_eq!(loaded.grammar().lnf_debug(), compiled.grammar().lnf_debug());
         let _ = std::fs::remove_dir_all(&dir);

@@ -178,6 +178,7 @@ fn decode_entry(
     let grammar = Arc::new(Grammar {
         lnf,
         options: options.clone(),
+        source: Checksum::of(text.as_bytes()),
     });
     Ok(CompiledGrammar::new(grammar, vocab.clone()))
 }

@@ -415,24 +415,20 @@ fn load_or_compile(
     .map(|(g, origin)| (g, origin.as_str()))
 }
 
-/// Writes `grammar`, compiled from `text` with these `start` and limits, under `cache_dir` where
-/// [`load_or_compile`] looks for it (GIL released); false when the write failed (counted in
+/// Writes `grammar`, compiled from `text`, under `cache_dir` where [`load_or_compile`] looks for
+/// it (GIL released); false when the write failed or `text` is not the grammar's (counted in
 /// `disk_errors`).
 #[pyfunction]
-#[pyo3(signature = (text, grammar, cache_dir, start="start", **limits))]
 fn store_compiled(
     py: Python<'_>,
     text: &str,
     grammar: &PyCompiledGrammar,
     cache_dir: std::path::PathBuf,
-    start: &str,
-    limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<bool> {
-    let opts = compile_options("store_compiled", start, limits, true)?;
     guard(py, || {
         let text = text.to_owned();
         let compiled = grammar.inner.clone();
-        Ok(py.allow_threads(move || cache::store(&cache_dir, &text, &opts, &compiled)))
+        Ok(py.allow_threads(move || cache::store(&cache_dir, &text, &compiled)))
     })
 }
 
