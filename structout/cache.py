@@ -21,8 +21,8 @@ Two layers:
 
 Both disk layers are written after the call that compiled the entry has returned, by one
 background thread per process (:func:`flush_disk_writes` waits for it; interpreter exit does too,
-not ``os._exit``), so a new schema is ready without waiting for the filesystem. Statistics are readable with
-:func:`cache_stats` (or ``CompileCache.stats()``).
+not ``os._exit``), so a new schema is ready without waiting for the filesystem. Statistics are
+readable with :func:`cache_stats` (or ``CompileCache.stats()``).
 """
 
 from __future__ import annotations
@@ -266,11 +266,8 @@ class CompileCache:
             raise TypeError(f"schema translator returned {type(text).__name__}, expected str")
         self._kbnf.put(key, text)
         if self.disk:
-            path, root = self._entry_path(key), self.directory
-            existed = root.is_dir()
-            _writer.submit(
-                lambda: self._write_disk(path, key, text) if root.is_dir() or not existed else None
-            )
+            path = self._entry_path(key)
+            self._write_later(lambda: self._write_disk(path, key, text))
         return text, key
 
     def _read_disk(self, key: str) -> str | None:
@@ -344,17 +341,15 @@ class CompileCache:
             {"memory": "grammar_hits", "disk": "grammar_disk_hits"}.get(origin, "grammar_misses")
         )
         if origin == "compiled" and directory is not None:
-            root = self.directory
-            existed = root.is_dir()
-            # (a directory removed meanwhile is not brought back)
-            _writer.submit(
-                lambda: (
-                    _engine.store_compiled(kbnf, grammar, directory)
-                    if root.is_dir() or not existed
-                    else None
-                )
-            )
+            self._write_later(lambda: _engine.store_compiled(kbnf, grammar, directory))
         return grammar
+
+    def _write_later(self, write: Callable[[], object]) -> None:
+        """Hands ``write`` to the background writer; skipped there if this cache's directory
+        existed now and was removed meanwhile (a write does not bring it back)."""
+        root = self.directory
+        existed = root.is_dir()
+        _writer.submit(lambda: write() if root.is_dir() or not existed else None)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -403,7 +398,6 @@ class _BackgroundWriter:
         self._jobs: deque[Callable[[], object]] = deque()
         self._submitted = 0
         self._done = 0
-        self._busy = False
         self._closed = False
         self._thread: threading.Thread | None = None
 
@@ -433,12 +427,10 @@ class _BackgroundWriter:
                 while not self._jobs:
                     self._cond.wait()
                 job = self._jobs.popleft()
-                self._busy = True
             try:
                 _run_job(job)
             finally:
                 with self._cond:
-                    self._busy = False
                     self._done += 1
                     self._cond.notify_all()
 
@@ -456,8 +448,9 @@ class _BackgroundWriter:
             self._closed = True
 
     def before_fork(self) -> None:
+        # Between jobs: none popped and unfinished (the condition is held across the fork).
         self._cond.acquire()
-        self._cond.wait_for(lambda: not self._busy, 10.0)  # (held across the fork)
+        self._cond.wait_for(lambda: self._submitted - self._done == len(self._jobs), 10.0)
 
     def after_fork_in_parent(self) -> None:
         self._cond.release()

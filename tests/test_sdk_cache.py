@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -14,6 +17,7 @@ from typing import Any
 
 import pytest
 
+import structout.cache as cache_mod
 from structout.cache import CompileCache, default_cache_dir, flush_disk_writes, schema_key
 
 REPO = Path(__file__).resolve().parents[1]
@@ -402,10 +406,6 @@ def test_schemas_differing_in_key_order_keep_their_own_grammars(tmp_path: Path) 
 
 
 def test_disk_writes_happen_after_the_call(tmp_path: Path) -> None:
-    import threading
-
-    import structout.cache as cache_mod
-
     # Hold the writer with a job of our own: the lookup returns all the same, its entries are
     # written once the writer is free.
     release = threading.Event()
@@ -433,11 +433,6 @@ def test_disk_writes_happen_after_the_call(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_child_writes_its_own_entries(tmp_path: Path) -> None:
-    import threading
-    import time
-
-    import structout.cache as cache_mod
-
     cache, other = CompileCache(tmp_path), CompileCache(tmp_path)
     # The writer busy in a job that holds a lock the child needs (`cache`'s counters) and, queued
     # behind it, one of the parent's writes: the fork waits for the job to end, and the child
@@ -478,10 +473,6 @@ def test_a_forked_child_writes_its_own_entries(tmp_path: Path) -> None:
 
 
 def test_flush_waits_for_earlier_writes_only() -> None:
-    import threading
-
-    import structout.cache as cache_mod
-
     writer = cache_mod._writer
     first, release = threading.Event(), threading.Event()
     writer.submit(first.wait)
@@ -497,11 +488,6 @@ def test_flush_waits_for_earlier_writes_only() -> None:
 
 
 def test_a_write_does_not_bring_back_a_removed_directory(tmp_path: Path) -> None:
-    import shutil
-    import threading
-
-    import structout.cache as cache_mod
-
     root = tmp_path / "cache"
     root.mkdir()
     release = threading.Event()
@@ -518,10 +504,6 @@ def test_a_write_does_not_bring_back_a_removed_directory(tmp_path: Path) -> None
 
 
 def test_pending_writes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import threading
-
-    import structout.cache as cache_mod
-
     writer = cache_mod._writer
     monkeypatch.setattr(writer, "MAX_PENDING", 2)
     release = threading.Event()
