@@ -103,6 +103,18 @@ def minimal_partition_of(
     Returns each state's state in the minimal automaton, numbered breadth-first from the
     start's (``0``) over the classes in order. ``ValueError`` for a malformed table."""
 
+#: The keywords that assert something or locate schemas in JSON Schema drafts 3 to 2020-12: the
+#: engine's schema translation handles six and declines the others (and ignores any keyword not
+#: listed, as the Python translator does).
+ASSERTING_SCHEMA_KEYWORDS: list[str]
+
+def translate_common_schema(schema: object, max_number_length: int | None = None) -> str | None:
+    """The KBNF of a JSON Schema given as plain data (``dict``/``list``/``str``/numbers/``bool``/
+    ``None``) in the compact layout with the default limits, exactly as
+    ``structout.schema.to_kbnf`` prints it, when the schema is of the common shape the engine
+    translates (typed properties, ``required``, ``additionalProperties`` true/false, ``items``,
+    type lists, string enums, annotations); ``None`` for any other schema."""
+
 def builtin_grammar(name: str) -> str:
     """The KBNF text of a grammar bundled with the engine (e.g. ``"json"``); ``KeyError`` if
     there is none of that name."""
@@ -310,6 +322,7 @@ def configure_cache(capacity: int = ..., clear: bool = False) -> None:
     ``clear=True`` empties it and resets the counters."""
 
 __all__ = [
+    "ASSERTING_SCHEMA_KEYWORDS",
     "ENGINE_LIMITS",
     "PREBUILT_PATTERNS",
     "CompiledGrammar",
@@ -329,4 +342,5 @@ __all__ = [
     "load_or_compile",
     "minimal_partition_of",
     "store_compiled",
+    "translate_common_schema",
 ]

@@ -21,6 +21,7 @@ mod lnf;
 mod mask;
 mod options;
 mod persist;
+pub mod schema;
 pub mod vocab;
 
 #[cfg(feature = "python")]

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from .._engine import translate_common_schema
 from ..errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from . import _compile as cp
 from . import _documents as docs
@@ -40,6 +41,12 @@ DEFAULT_MAX_SUBSCHEMAS = 100_000
 DEFAULT_MAX_PATTERN_LENGTH = 16_384
 DEFAULT_MAX_SCHEMA_WORK = MAX_WORK
 RECURSION_LIMIT = 12_000
+_DEFAULT_WORK_LIMITS = (
+    DEFAULT_MAX_SCHEMA_DEPTH,
+    DEFAULT_MAX_SUBSCHEMAS,
+    DEFAULT_MAX_PATTERN_LENGTH,
+    DEFAULT_MAX_SCHEMA_WORK,
+)
 
 
 class SchemaApproximationWarning(UserWarning):
@@ -362,6 +369,26 @@ def to_kbnf(
         UnsupportedSchemaError: a keyword cannot be enforced exactly (strict mode).
         LimitExceededError: the schema exceeds a size or complexity limit.
     """
+    if (
+        isinstance(schema_or_type, dict)
+        and whitespace == "compact"
+        and indent is None
+        and not lenient
+        and registry is None
+        and (max_whitespace, max_nesting) == (DEFAULT_MAX_WHITESPACE, DEFAULT_MAX_NESTING)
+        and (max_schema_depth, max_subschemas, max_pattern_length, max_schema_work)
+        == _DEFAULT_WORK_LIMITS
+        and (
+            max_number_length is None
+            or (type(max_number_length) is int and 0 <= max_number_length < 2**32)
+        )
+    ):
+        # The common shape (typed properties, arrays, strings, numbers, small enums) is
+        # translated by the engine, to the same text (see engine_rs/src/schema); None: any
+        # other schema, translated here.
+        text = translate_common_schema(schema_or_type, max_number_length or None)
+        if text is not None:
+            return text
     return translate(
         schema_or_type,
         whitespace=whitespace,

@@ -35,54 +35,6 @@ _SCHEMA_KWS = (
 )
 _SCHEMA_LIST_KWS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 
-# Keywords that assert something and that we handle; everything else is an annotation or an
-# unknown keyword (ignored, as JSON Schema prescribes).
-_HANDLED = {
-    "type",
-    "enum",
-    "const",
-    "properties",
-    "required",
-    "additionalProperties",
-    "patternProperties",
-    "propertyNames",
-    "minProperties",
-    "maxProperties",
-    "dependentRequired",
-    "dependentSchemas",
-    "dependencies",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "not",
-    "if",
-    "then",
-    "else",
-    "$ref",
-    "$dynamicRef",
-    "$recursiveRef",
-    "items",
-    "prefixItems",
-    "additionalItems",
-    "minItems",
-    "maxItems",
-    "contains",
-    "minContains",
-    "maxContains",
-    "uniqueItems",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "format",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-}
-
 # The first draft that defines a keyword; in schemas declaring an older draft the keyword is
 # unknown and therefore ignored (as validators for that draft do).
 _MIN_DRAFT = {

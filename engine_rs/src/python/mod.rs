@@ -7,6 +7,7 @@ mod automata;
 mod grammar;
 mod limits;
 mod mask;
+mod schema;
 pub mod vocab;
 
 use pyo3::prelude::*;
@@ -57,5 +58,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     vocab::register(m)?;
     mask::register(m)?;
     limits::register(m)?;
+    schema::register(m)?;
     Ok(())
 }

@@ -1,0 +1,532 @@
+//! Nodes → KBNF rules → text, in the Python translator's order and names (compact layout).
+//!
+//! This follows `structout/schema/_emit` step for step for the node kinds of the subset: rule
+//! names come from the same hints with the same suffixes (`fresh`), identical terminals share one
+//! rule (`shared`), rules are kept in insertion order, nested values are emitted before the rule
+//! that uses them, and the same pruning pass drops rules without a derivation.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::subset::{Node, NodeId, Nodes, MAX_MEMBERS};
+
+/// A symbol of an alternative: a rule name, a quoted literal, a terminal, or a repetition of
+/// symbols (`(…)*`).
+#[derive(Clone)]
+enum Sym {
+    Text(String),
+    Star(Vec<Sym>),
+}
+
+fn t(s: &str) -> Sym {
+    Sym::Text(s.to_owned())
+}
+
+/// The any-number regex (the Python translator's generic number, printed).
+const NUMBER: &str = r"\-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[Ee][\+\-]?[0-9]+)?";
+/// The any-integer regex.
+const INTEGER: &str = r"\-?(?:0|[1-9][0-9]*)";
+const GENERIC_STRING: &str = "json_string_except!()";
+
+/// One rule: its distinct alternatives, printed, and the names each one uses.
+struct Rule {
+    texts: Vec<String>,
+    refs: Vec<Vec<String>>,
+}
+
+pub(super) struct Emitter<'a> {
+    nodes: &'a Nodes,
+    max_number_length: Option<u32>,
+    /// Rules in insertion order (`index` finds them by name).
+    rules: Vec<(String, Rule)>,
+    index: FxHashMap<String, usize>,
+    /// Printed single-alternative rules shared by every identical use → their name.
+    shared: FxHashMap<String, String>,
+    counter: FxHashMap<String, u32>,
+    used: FxHashSet<String>,
+    memo: FxHashMap<NodeId, String>,
+    generic_done: bool,
+}
+
+impl<'a> Emitter<'a> {
+    pub(super) fn new(nodes: &'a Nodes, max_number_length: Option<u32>) -> Emitter<'a> {
+        Emitter {
+            nodes,
+            max_number_length: max_number_length.filter(|&n| n > 0),
+            rules: Vec::new(),
+            index: FxHashMap::default(),
+            shared: FxHashMap::default(),
+            counter: FxHashMap::default(),
+            used: FxHashSet::default(),
+            memo: FxHashMap::default(),
+            generic_done: false,
+        }
+    }
+
+    /// The KBNF text, or `None` when the schema has no value at all.
+    pub(super) fn run(mut self) -> Option<String> {
+        // The root is a reference to the document: `root ::= <its value>`.
+        let root = self.fresh("root");
+        let body = self.value(self.nodes.root);
+        self.add_rule(&root, vec![vec![Sym::Text(body)]]);
+        self.add_rule("start", vec![vec![Sym::Text(root)]]);
+        self.used.insert("start".to_owned());
+        self.prune()?;
+        Some(self.render())
+    }
+
+    // ------------------------------------------------------------------ rules
+
+    /// The hint's rule name, else it with the first free suffix `_n`.
+    fn fresh(&mut self, hint: &str) -> String {
+        let mut n = self.counter.get(hint).copied().unwrap_or(0);
+        let mut name = if n == 0 {
+            hint.to_owned()
+        } else {
+            format!("{hint}_{n}")
+        };
+        while self.used.contains(&name) {
+            n += 1;
+            name = format!("{hint}_{n}");
+        }
+        self.counter.insert(hint.to_owned(), n + 1);
+        self.used.insert(name.clone());
+        name
+    }
+
+    fn add_rule(&mut self, name: &str, alts: Vec<Vec<Sym>>) {
+        let mut rule = Rule {
+            texts: Vec::new(),
+            refs: Vec::new(),
+        };
+        for alt in &alts {
+            let text = render_alt(alt);
+            if !rule.texts.contains(&text) {
+                rule.texts.push(text);
+                let mut names = Vec::new();
+                alt_refs(alt, &mut names);
+                rule.refs.push(names);
+            }
+        }
+        self.put(name, rule);
+    }
+
+    fn put(&mut self, name: &str, rule: Rule) {
+        match self.index.get(name) {
+            Some(&i) => self.rules[i].1 = rule,
+            None => {
+                self.index.insert(name.to_owned(), self.rules.len());
+                self.rules.push((name.to_owned(), rule));
+            }
+        }
+    }
+
+    /// A rule of one alternative, shared by every identical alternative (named after the first
+    /// hint).
+    fn shared_rule(&mut self, alt: Vec<Sym>, hint: &str) -> String {
+        let text = render_alt(&alt);
+        if let Some(name) = self.shared.get(&text) {
+            return name.clone();
+        }
+        let name = self.fresh(hint);
+        self.shared.insert(text.clone(), name.clone());
+        let mut names = Vec::new();
+        alt_refs(&alt, &mut names);
+        self.put(
+            &name,
+            Rule {
+                texts: vec![text],
+                refs: vec![names],
+            },
+        );
+        name
+    }
+
+    fn terminal(&mut self, regex: &str, hint: &str) -> String {
+        self.shared_rule(vec![Sym::Text(format!("#\"{regex}\""))], hint)
+    }
+
+    // ------------------------------------------------------------------ values
+
+    fn value(&mut self, id: NodeId) -> String {
+        if let Some(s) = self.memo.get(&id) {
+            return s.clone();
+        }
+        let sym = match &self.nodes.nodes[id as usize] {
+            Node::Any => self.generic_value(),
+            Node::Null => "'null'".to_owned(),
+            Node::Boolean => {
+                if !self.index.contains_key("boolean") {
+                    self.used.insert("boolean".to_owned());
+                    self.add_rule("boolean", vec![vec![t("'true'")], vec![t("'false'")]]);
+                }
+                "boolean".to_owned()
+            }
+            Node::Integer => {
+                let hint = if self.nodes.draft4 { "num" } else { "integer" };
+                self.number(INTEGER, hint)
+            }
+            Node::Number => self.number(NUMBER, "number"),
+            Node::String => self.generic_string(),
+            Node::Enum { regex, .. } => self.terminal(regex, "str"),
+            Node::Array(item) => {
+                let item = *item;
+                let name = self.fresh("array");
+                self.memo.insert(id, name.clone());
+                let rest = self.value(item);
+                let seq = vec![
+                    t("'['"),
+                    Sym::Text(rest.clone()),
+                    Sym::Star(vec![t("', '"), Sym::Text(rest)]),
+                    t("']'"),
+                ];
+                self.add_rule(&name, vec![vec![t("'[]'")], seq]);
+                name
+            }
+            Node::Union(parts) => {
+                let alts: Vec<Vec<Sym>> = parts
+                    .iter()
+                    .map(|&p| vec![Sym::Text(self.value(p))])
+                    .collect();
+                let name = self.fresh("any_of");
+                self.add_rule(&name, alts);
+                name
+            }
+            Node::Object {
+                props,
+                required,
+                others,
+            } => self.object(id, props, required, *others),
+        };
+        self.memo.insert(id, sym.clone());
+        sym
+    }
+
+    fn number(&mut self, regex: &str, hint: &str) -> String {
+        match self.max_number_length {
+            None => self.terminal(regex, hint),
+            Some(n) => {
+                self.shared_rule(vec![Sym::Text(format!("len!(#\"{regex}\", 1, {n})"))], hint)
+            }
+        }
+    }
+
+    fn generic_string(&mut self) -> String {
+        self.shared_rule(vec![t(GENERIC_STRING)], "json_string")
+    }
+
+    /// Any JSON value: the `json_*` rules, once.
+    fn generic_value(&mut self) -> String {
+        if !self.generic_done {
+            self.generic_done = true;
+            for n in ["json_value", "json_object", "json_array"] {
+                self.used.insert(n.to_owned());
+            }
+            let string = self.generic_string();
+            let number = self.number(NUMBER, "json_number");
+            self.used.insert("json_member".to_owned());
+            let (s, n) = (Sym::Text(string), Sym::Text(number));
+            let member = || t("json_member");
+            let value = || t("json_value");
+            self.add_rule(
+                "json_object",
+                vec![
+                    vec![t("'{}'")],
+                    vec![
+                        t("'{'"),
+                        member(),
+                        Sym::Star(vec![t("', '"), member()]),
+                        t("'}'"),
+                    ],
+                ],
+            );
+            self.add_rule("json_member", vec![vec![s.clone(), t("': '"), value()]]);
+            self.add_rule(
+                "json_array",
+                vec![
+                    vec![t("'[]'")],
+                    vec![
+                        t("'['"),
+                        value(),
+                        Sym::Star(vec![t("', '"), value()]),
+                        t("']'"),
+                    ],
+                ],
+            );
+            self.add_rule(
+                "json_value",
+                vec![
+                    vec![t("json_object")],
+                    vec![t("json_array")],
+                    vec![s],
+                    vec![n],
+                    vec![t("'true'")],
+                    vec![t("'false'")],
+                    vec![t("'null'")],
+                ],
+            );
+        }
+        "json_value".to_owned()
+    }
+
+    /// An object: `{`, the named members in order (optional ones may be left out), then any
+    /// other keys when allowed, `}` (the Python translator's member chain).
+    fn object(
+        &mut self,
+        id: NodeId,
+        props: &[(String, NodeId)],
+        required: &[String],
+        others: bool,
+    ) -> String {
+        debug_assert!(props.len() <= MAX_MEMBERS);
+        let name = self.fresh("object");
+        self.memo.insert(id, name.clone());
+        let mut members = Vec::with_capacity(props.len());
+        for (k, v) in props {
+            let sym = self.value(*v);
+            members.push((format!("'\"{k}\"'"), sym, required.contains(k)));
+        }
+        let mut region_items = Vec::new();
+        if others {
+            let key = if props.is_empty() {
+                self.generic_string()
+            } else {
+                let mut words: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
+                words.sort_unstable();
+                words.dedup();
+                let list: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+                self.shared_rule(
+                    vec![Sym::Text(format!(
+                        "json_string_except!({})",
+                        list.join(", ")
+                    ))],
+                    "key",
+                )
+            };
+            let value = self.generic_value();
+            region_items.push(vec![Sym::Text(key), t("': '"), Sym::Text(value)]);
+        }
+        let start = self.object_chain(&members, region_items, &name);
+        let mut out = Vec::new();
+        if !members.iter().any(|m| m.2) {
+            out.push(vec![t("'{}'")]);
+        }
+        out.push(vec![t("'{'"), Sym::Text(start), t("'}'")]);
+        self.add_rule(&name, out);
+        name
+    }
+
+    /// The chain of states `(i, first)` before named member `i` (`i == n`: the other keys),
+    /// named and built from a stack as the Python translator's `_object_chain` does.
+    fn object_chain(
+        &mut self,
+        members: &[(String, String, bool)],
+        region_items: Vec<Vec<Sym>>,
+        base: &str,
+    ) -> String {
+        let n = members.len();
+        let mut item = None;
+        if !region_items.is_empty() {
+            let kv = self.fresh(&format!("{base}_kv"));
+            self.add_rule(&kv, region_items);
+            item = Some(kv);
+        }
+        let more = |kv: &str| Sym::Star(vec![t("', '"), Sym::Text(kv.to_owned())]);
+        let mut states = ChainStates {
+            n,
+            hint: format!("{base}_m"),
+            names: FxHashMap::default(),
+            todo: Vec::new(),
+        };
+        let start = states.name(self, (0, true));
+        while let Some(key) = states.todo.pop() {
+            let (i, first) = key;
+            let alts = if i < n {
+                let (lit, sym, required) = &members[i];
+                let next = states.name(self, (i + 1, false));
+                let mut alt = if first { vec![] } else { vec![t("', '")] };
+                alt.extend([
+                    Sym::Text(lit.clone()),
+                    t("': '"),
+                    Sym::Text(sym.clone()),
+                    Sym::Text(next),
+                ]);
+                let mut alts = vec![alt];
+                if !required {
+                    alts.push(vec![Sym::Text(states.name(self, (i + 1, first)))]);
+                }
+                alts
+            } else if let Some(kv) = &item {
+                if first {
+                    vec![vec![Sym::Text(kv.clone()), more(kv)]]
+                } else {
+                    vec![vec![more(kv)]]
+                }
+            } else if first {
+                vec![]
+            } else {
+                vec![vec![t("''")]]
+            };
+            let name = states.names[&key].clone();
+            self.add_rule(&name, alts);
+        }
+        start
+    }
+
+    // ------------------------------------------------------------------ pruning, printing
+
+    /// Drops the alternatives that use a rule without a derivation and the rules not reachable
+    /// from `start`; `None` when `start` itself has no derivation.
+    fn prune(&mut self) -> Option<()> {
+        let productive = self.productive();
+        if !productive.contains("start") {
+            return None;
+        }
+        let dead: FxHashSet<&str> = self
+            .rules
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .filter(|n| !productive.contains(*n))
+            .collect();
+        let is_dead = |deps: &[String]| deps.iter().any(|d| dead.contains(d.as_str()));
+        let mut reach: FxHashSet<String> = FxHashSet::default();
+        reach.insert("start".to_owned());
+        let mut stack = vec!["start".to_owned()];
+        while let Some(name) = stack.pop() {
+            let rule = &self.rules[self.index[&name]].1;
+            for deps in &rule.refs {
+                if is_dead(deps) {
+                    continue;
+                }
+                for d in deps {
+                    if !reach.contains(d) && self.index.contains_key(d) {
+                        reach.insert(d.clone());
+                        stack.push(d.clone());
+                    }
+                }
+            }
+        }
+        let dead: FxHashSet<String> = dead.into_iter().map(str::to_owned).collect();
+        let mut kept = Vec::with_capacity(reach.len());
+        for (name, mut rule) in std::mem::take(&mut self.rules) {
+            if !reach.contains(&name) {
+                continue;
+            }
+            if !dead.is_empty() {
+                let keep: Vec<bool> = rule
+                    .refs
+                    .iter()
+                    .map(|deps| !deps.iter().any(|d| dead.contains(d)))
+                    .collect();
+                let mut k = keep.iter();
+                rule.texts.retain(|_| *k.next().unwrap());
+                let mut k = keep.iter();
+                rule.refs.retain(|_| *k.next().unwrap());
+            }
+            kept.push((name, rule));
+        }
+        self.rules = kept;
+        Some(())
+    }
+
+    /// The rules that derive some text (no rule of the subset uses itself, so one depth-first
+    /// pass decides each after the rules it uses).
+    fn productive(&self) -> FxHashSet<String> {
+        fn decide(e: &Emitter<'_>, i: usize, known: &mut [Option<bool>]) -> bool {
+            if let Some(k) = known[i] {
+                return k;
+            }
+            known[i] = Some(false); // (no cycles in the subset; a cycle counts as unproductive)
+            let ok = e.rules[i].1.refs.iter().any(|deps| {
+                deps.iter().all(|d| match e.index.get(d) {
+                    Some(&j) => decide(e, j, known),
+                    None => true,
+                })
+            });
+            known[i] = Some(ok);
+            ok
+        }
+        let mut known = vec![None; self.rules.len()];
+        (0..self.rules.len())
+            .filter(|&i| decide(self, i, &mut known))
+            .map(|i| self.rules[i].0.clone())
+            .collect()
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        let start = &self.rules[self.index_of("start")].1;
+        if !start.texts.is_empty() {
+            out.push_str("start ::= ");
+            out.push_str(&start.texts.join(" | "));
+            out.push_str(";\n");
+        }
+        for (name, rule) in &self.rules {
+            if name != "start" && !rule.texts.is_empty() {
+                out.push_str(name);
+                out.push_str(" ::= ");
+                out.push_str(&rule.texts.join(" | "));
+                out.push_str(";\n");
+            }
+        }
+        if out.is_empty() {
+            out.push('\n');
+        }
+        out
+    }
+
+    fn index_of(&self, name: &str) -> usize {
+        self.rules
+            .iter()
+            .position(|(n, _)| n == name)
+            .expect("start is reachable")
+    }
+}
+
+fn render_alt(alt: &[Sym]) -> String {
+    if alt.is_empty() {
+        return "''".to_owned();
+    }
+    let parts: Vec<String> = alt
+        .iter()
+        .map(|s| match s {
+            Sym::Text(x) => x.clone(),
+            Sym::Star(seq) => format!("({})*", render_alt(seq)),
+        })
+        .collect();
+    parts.join(" ")
+}
+
+/// The names an alternative uses (every symbol that is not a literal or a terminal).
+fn alt_refs(alt: &[Sym], out: &mut Vec<String>) {
+    for s in alt {
+        match s {
+            Sym::Text(x) if !x.starts_with(['\'', '"', '#']) => out.push(x.clone()),
+            Sym::Text(_) => {}
+            Sym::Star(seq) => alt_refs(seq, out),
+        }
+    }
+}
+
+/// The states of an object's member chain, named on first use and queued to be built.
+struct ChainStates {
+    n: usize,
+    hint: String,
+    names: FxHashMap<(usize, bool), String>,
+    todo: Vec<(usize, bool)>,
+}
+
+impl ChainStates {
+    /// The rule name of state `key` (after the last member: the other keys' state itself).
+    fn name(&mut self, e: &mut Emitter<'_>, mut key: (usize, bool)) -> String {
+        if key.0 == self.n {
+            key = (self.n + 1, key.1);
+        }
+        if let Some(name) = self.names.get(&key) {
+            return name.clone();
+        }
+        let name = e.fresh(&self.hint);
+        self.names.insert(key, name.clone());
+        self.todo.push(key);
+        name
+    }
+}

@@ -1,0 +1,150 @@
+use super::*;
+
+fn obj(members: &[(&str, Json)]) -> Json {
+    Json::Object(
+        members
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect(),
+    )
+}
+
+fn s(x: &str) -> Json {
+    Json::Str(x.to_owned())
+}
+
+#[test]
+fn scalars_print_as_the_python_translator_does() {
+    let integer = translate(&obj(&[("type", s("integer"))]), None).unwrap();
+    assert_eq!(
+        integer,
+        "start ::= root;\ninteger ::= #\"\\-?(?:0|[1-9][0-9]*)\";\nroot ::= integer;\n"
+    );
+    let null = translate(&obj(&[("type", s("null"))]), None).unwrap();
+    assert_eq!(null, "start ::= root;\nroot ::= 'null';\n");
+}
+
+#[test]
+fn objects_chain_their_members_and_share_equal_subschemas() {
+    let inner = obj(&[
+        ("type", s("object")),
+        ("properties", obj(&[("x", obj(&[("type", s("string"))]))])),
+    ]);
+    let schema = obj(&[
+        ("type", s("object")),
+        ("properties", obj(&[("p", inner.clone()), ("q", inner)])),
+        ("required", Json::Array(vec![s("p"), s("q")])),
+        ("additionalProperties", Json::Bool(false)),
+    ]);
+    let text = translate(&schema, None).unwrap();
+    assert!(
+        text.contains("object_m ::= '\"p\"' ': ' object_1 object_m_1;\n"),
+        "{text}"
+    );
+    assert!(text.contains("object_m_1 ::= ', ' '\"q\"' ': ' object_1 object_m_2;\n"));
+    assert!(text.contains("object_m_2 ::= '';\n"));
+    assert!(
+        !text.contains("object_2"),
+        "equal subschemas share one rule: {text}"
+    );
+}
+
+#[test]
+fn other_shapes_decline() {
+    let declined = [
+        obj(&[("type", s("string")), ("pattern", s("a+"))]),
+        obj(&[("type", s("string")), ("enum", Json::Array(vec![s("a/b")]))]),
+        obj(&[
+            ("type", s("string")),
+            ("enum", Json::Array(vec![s("a"), s("")])),
+        ]),
+        obj(&[("enum", Json::Array(vec![s("a"), Json::Null]))]),
+        obj(&[
+            ("type", Json::Array(vec![s("string"), s("null")])),
+            ("enum", Json::Array(vec![s("a")])),
+        ]),
+        obj(&[("type", s("string")), ("minLength", Json::Number)]),
+        obj(&[("type", s("string")), ("$id", s("x"))]),
+        obj(&[("$ref", s("#/definitions/x"))]),
+        obj(&[
+            ("type", s("object")),
+            ("required", Json::Array(vec![s("missing")])),
+        ]),
+        obj(&[("properties", obj(&[]))]),
+        obj(&[
+            ("type", s("object")),
+            ("properties", obj(&[("it's", Json::Bool(true))])),
+        ]),
+        obj(&[("type", s("array")), ("items", Json::Array(vec![]))]),
+        obj(&[("$schema", s("http://json-schema.org/draft-03/schema#"))]),
+        Json::Bool(false),
+        Json::Other,
+    ];
+    for schema in &declined {
+        assert_eq!(translate(schema, None), None, "{schema:?}");
+    }
+}
+
+#[test]
+fn deep_schemas_decline_instead_of_recursing() {
+    let mut schema = obj(&[("type", s("string"))]);
+    for _ in 0..1_000 {
+        schema = Json::Object(vec![
+            ("type".to_owned(), s("array")),
+            ("items".to_owned(), schema),
+        ]);
+    }
+    assert_eq!(translate(&schema, None), None);
+}
+
+#[test]
+fn number_lengths_use_the_engines_len() {
+    let text = translate(&obj(&[("type", s("number"))]), Some(24)).unwrap();
+    assert!(text.contains(
+        "number ::= len!(#\"\\-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[Ee][\\+\\-]?[0-9]+)?\", 1, 24);"
+    ));
+}
+
+#[test]
+fn enums_are_factored_as_the_python_translator_does() {
+    let enum_of = |words: &[&str]| {
+        let text = translate(
+            &obj(&[("enum", Json::Array(words.iter().map(|w| s(w)).collect()))]),
+            None,
+        )
+        .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("str ::= "))
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(enum_of(&["ab", "ac"]), r##"#"\x22a[bc]\x22";"##);
+    assert_eq!(enum_of(&["bc", "a"]), r##"#"\x22(?:a|bc)\x22";"##);
+    assert_eq!(enum_of(&["a1", "a2", "b"]), r##"#"\x22(?:b|a[12])\x22";"##);
+    assert_eq!(enum_of(&["x", "y", "x"]), r##"#"\x22[xy]\x22";"##);
+    assert_eq!(enum_of(&["ab", "abc"]), r##"#"\x22abc?\x22";"##);
+    assert_eq!(enum_of(&["a.b", "a-c"]), r##"#"\x22a(?:\.b|\-c)\x22";"##);
+    assert_eq!(enum_of(&["a", "b", "c", "e"]), r##"#"\x22[a-ce]\x22";"##);
+}
+
+#[test]
+fn type_lists_become_one_rule_in_kind_order() {
+    let text = translate(
+        &obj(&[(
+            "type",
+            Json::Array(vec![s("string"), s("null"), s("boolean")]),
+        )]),
+        None,
+    )
+    .unwrap();
+    assert!(
+        text.contains("any_of ::= 'null' | boolean | json_string;\n"),
+        "{text}"
+    );
+    let number = translate(
+        &obj(&[("type", Json::Array(vec![s("integer"), s("number")]))]),
+        None,
+    )
+    .unwrap();
+    assert!(number.contains("root ::= number;"), "{number}");
+}

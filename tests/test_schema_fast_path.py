@@ -1,0 +1,213 @@
+"""The engine's translation of common schemas (``engine_rs/src/schema``) against the Python
+translator, its reference: for every schema it takes, the text must be the Python translator's,
+byte for byte, with no warning that the Python path would have given.
+
+Checked on every schema of the MaskBench development share and the JSON Schema Test Suite
+(``tests/data``), and on random schemas of the shapes it covers.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import random
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import structout.schema as schema_mod
+from structout import _engine
+from structout.schema import _compile, _documents, to_kbnf, translate
+
+DATA = Path(__file__).resolve().parent / "data"
+
+#: Schemas of the data the engine translates (measured: 2,913 of 8,990); a floor a little
+#: under it, so that a change that silently declines most of them fails.
+COVERED_FLOOR = 2_800
+
+
+def _data_schemas() -> list[tuple[str, Any]]:
+    out = []
+    for path in sorted((DATA / "maskbench").glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                row = json.loads(line)
+                out.append((row["name"], row["schema"]))
+    suite = DATA / "json-schema-test-suite" / "draft2020-12"
+    for path in sorted(suite.rglob("*.json")):
+        for i, group in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+            out.append((f"{path.relative_to(suite)}#{i}", group["schema"]))
+    return out
+
+
+def _python_kbnf(schema: Any, max_number_length: int | None) -> tuple[str, list[str]]:
+    """The Python translator's text (not through ``to_kbnf``, which takes the fast path) and
+    its warnings."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            text = translate(copy.deepcopy(schema), max_number_length=max_number_length).kbnf
+        except Exception as e:  # noqa: BLE001 -- any refusal is a difference
+            text = f"{type(e).__name__}: {e}"
+    return text, [str(w.message) for w in caught]
+
+
+def _differences(
+    schemas: list[tuple[str, Any]], max_number_length: int | None
+) -> tuple[int, list[str]]:
+    covered, problems = 0, []
+    for name, schema in schemas:
+        fast = _engine.translate_common_schema(copy.deepcopy(schema), max_number_length)
+        if fast is None:
+            continue
+        covered += 1
+        text, caught = _python_kbnf(schema, max_number_length)
+        if text != fast or caught:
+            problems.append(
+                f"{name} (max_number_length={max_number_length}): {caught}\n{text}\n---\n{fast}"
+            )
+    return covered, problems
+
+
+@pytest.mark.skipif(not (DATA / "maskbench").is_dir(), reason="needs tests/data/maskbench")
+def test_same_text_as_the_python_translator_on_all_data() -> None:
+    schemas = _data_schemas()
+    covered, problems = _differences(schemas, None)
+    assert not problems, f"{len(problems)} differences, first:\n{problems[0]}"
+    assert covered >= COVERED_FLOOR, f"only {covered} of {len(schemas)} schemas on the fast path"
+    # With the SDK's default number bound (structout.Limits), on every fourth schema.
+    covered, problems = _differences(schemas[::4], 24)
+    assert not problems, f"{len(problems)} differences, first:\n{problems[0]}"
+    assert covered >= COVERED_FLOOR // 4
+
+
+def _word(r: random.Random) -> str:
+    pool = r.choice(["ab", "abc", "xyz01", "".join(map(chr, range(0x20, 0x7F))) + "é☃", "a-._ "])
+    return "".join(r.choice(pool) for _ in range(r.choice([1, 1, 2, 3, 5, 8])))
+
+
+def _random_schema(r: random.Random, depth: int = 0) -> Any:
+    x = r.random()
+    if depth > 3 or x < 0.35:
+        kind = r.choice(["string", "integer", "number", "boolean", "null", "enum", "any", "list"])
+        if kind == "enum":
+            s: dict[str, Any] = {"enum": [_word(r) for _ in range(r.randint(1, 6))]}
+            if r.random() < 0.5:
+                s["type"] = "string"
+            return s
+        if kind == "any":
+            return r.choice([True, {}, {"description": "anything"}])
+        if kind == "list":
+            kinds = ["string", "integer", "number", "boolean", "null", "array", "object"]
+            return {"type": r.sample(kinds, r.randint(1, 4))}
+        return {"type": kind}
+    if x < 0.55:
+        s = {"type": "array" if r.random() < 0.8 else ["array", "null"]}
+        if r.random() < 0.8:
+            s["items"] = _random_schema(r, depth + 1)
+        return s
+    names = list(
+        dict.fromkeys(
+            r.choice(["a", "b", "id", "name", "x_y", "A", "key 1", "a-b"])
+            for _ in range(r.randint(0, 6))
+        )
+    )
+    s = {
+        "type": "object" if r.random() < 0.85 else ["object", "null"],
+        "properties": {k: _random_schema(r, depth + 1) for k in names},
+    }
+    if names and r.random() < 0.6:
+        s["required"] = r.sample(names, r.randint(0, len(names)))
+    if r.random() < 0.4:
+        s["additionalProperties"] = r.random() < 0.5
+    if r.random() < 0.1:
+        s["title"] = "an annotation"
+    return s
+
+
+def test_same_text_as_the_python_translator_on_random_schemas() -> None:
+    r = random.Random(20261127)
+    schemas = [(f"random #{i}", _random_schema(r)) for i in range(1500)]
+    covered, problems = _differences(schemas, None)
+    assert not problems, f"{len(problems)} differences, first:\n{problems[0]}"
+    assert covered >= 1200  # (measured: about 94% of these shapes)
+
+
+#: The keywords the fast path translates.
+TRANSLATED = {"type", "enum", "properties", "required", "additionalProperties", "items"}
+
+
+def test_every_keyword_the_translator_reads_is_translated_or_declined() -> None:
+    # A keyword the Python translator enforces but the fast path ignored would make its
+    # grammar accept invalid documents: the translator's own keyword lists must all be among
+    # the engine's (which lists every asserting keyword of drafts 3 to 2020-12).
+    asserting = set(_engine.ASSERTING_SCHEMA_KEYWORDS)
+    read = (
+        _compile._COMBINING
+        | _compile._STRING_KWS
+        | set(_documents._MIN_DRAFT)
+        | set(_documents._SCHEMA_MAP_KWS)
+        | set(_documents._SCHEMA_KWS)
+        | set(_documents._SCHEMA_LIST_KWS)
+    )
+    assert read <= asserting, sorted(read - asserting)
+    assert TRANSLATED <= asserting
+    for keyword in sorted(asserting - TRANSLATED):
+        for value in (1, "x", True, {}, []):
+            schema = {"type": "string", keyword: value}
+            assert _engine.translate_common_schema(schema) is None, schema
+    # Annotations and unknown keywords are ignored, as by the translator.
+    annotated = {"type": "string", "title": "t", "x-unknown": {"minLength": 3}, "$comment": "c"}
+    assert _engine.translate_common_schema(annotated) == translate(annotated).kbnf
+    assert _engine.translate_common_schema({"type": "string", "$unknown": 1}) is None
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": ("string",)},  # a tuple is not JSON data
+        {"type": "object", "properties": {1: {"type": "string"}}},  # nor is a non-string key
+        {"type": "string", "format": "date"},
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {}}},
+        {"type": "string", "enum": ["a/b"]},
+        False,
+    ],
+)
+def test_other_schemas_are_left_to_python(schema: Any) -> None:
+    assert _engine.translate_common_schema(schema) is None
+
+
+def test_to_kbnf_takes_the_fast_path_with_default_options_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[Any] = []
+    real = schema_mod.translate_common_schema
+
+    def spy(schema: Any, max_number_length: int | None = None) -> str | None:
+        calls.append(max_number_length)
+        return real(schema, max_number_length)
+
+    monkeypatch.setattr(schema_mod, "translate_common_schema", spy)
+    simple = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert to_kbnf(simple) == translate(simple).kbnf
+    assert to_kbnf(simple, max_number_length=0) == translate(simple).kbnf
+    assert to_kbnf(simple, max_number_length=20) == translate(simple, max_number_length=20).kbnf
+    assert calls == [None, None, 20]
+    for options in (
+        {"whitespace": "flexible"},
+        {"indent": 2},
+        {"lenient": True},
+        {"registry": {}},
+        {"max_schema_depth": 3},
+        {"max_subschemas": 10},
+        {"max_whitespace": 4},
+    ):
+        assert to_kbnf(simple, **options) == translate(simple, **options).kbnf, options
+    assert calls == [None, None, 20]
+    # A schema the fast path declines is translated in Python.
+    pattern = {"type": "string", "pattern": "^a+$"}
+    assert to_kbnf(pattern) == translate(pattern).kbnf
+    assert len(calls) == 4
