@@ -112,8 +112,8 @@ def translate_common_schema(schema: object, max_number_length: int | None = None
     """The KBNF of a JSON Schema given as plain data (``dict``/``list``/``str``/numbers/``bool``/
     ``None``) in the compact layout with the default limits, exactly as
     ``structout.schema.to_kbnf`` prints it, when the schema is of the common shape the engine
-    translates (typed properties, ``required``, ``additionalProperties`` true/false, ``items``,
-    type lists, string enums, annotations); ``None`` for any other schema."""
+    translates (typed properties, ``required``, ``additionalProperties``, ``items``, type lists,
+    string enums, local ``$ref`` to definitions, annotations); ``None`` for any other schema."""
 
 def builtin_grammar(name: str) -> str:
     """The KBNF text of a grammar bundled with the engine (e.g. ``"json"``); ``KeyError`` if

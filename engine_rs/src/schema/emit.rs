@@ -45,7 +45,14 @@ pub(super) struct Emitter<'a> {
     used: FxHashSet<String>,
     memo: FxHashMap<NodeId, String>,
     generic_done: bool,
+    /// Arrays and objects being emitted (references make this deeper than any one subschema).
+    nest: usize,
+    too_deep: bool,
 }
+
+/// Deepest nesting of arrays and objects being emitted on the fast path (the Python translator
+/// stops at `max_schema_depth`, 256 by default: the fast path declines before).
+const MAX_NEST: usize = 200;
 
 impl<'a> Emitter<'a> {
     pub(super) fn new(nodes: &'a Nodes, max_number_length: Option<u32>) -> Emitter<'a> {
@@ -59,17 +66,20 @@ impl<'a> Emitter<'a> {
             used: FxHashSet::default(),
             memo: FxHashMap::default(),
             generic_done: false,
+            nest: 0,
+            too_deep: false,
         }
     }
 
-    /// The KBNF text, or `None` when the schema has no value at all.
+    /// The KBNF text, or `None` when the schema has no value at all or nests deeper than the
+    /// fast path goes.
     pub(super) fn run(mut self) -> Option<String> {
-        // The root is a reference to the document: `root ::= <its value>`.
-        let root = self.fresh("root");
-        let body = self.value(self.nodes.root);
-        self.add_rule(&root, vec![vec![Sym::Text(body)]]);
+        let root = self.value(self.nodes.root);
         self.add_rule("start", vec![vec![Sym::Text(root)]]);
         self.used.insert("start".to_owned());
+        if self.too_deep {
+            return None;
+        }
         self.prune()?;
         Some(self.render())
     }
@@ -151,8 +161,24 @@ impl<'a> Emitter<'a> {
         if let Some(s) = self.memo.get(&id) {
             return s.clone();
         }
-        let sym = match &self.nodes.nodes[id as usize] {
+        let node = &self.nodes.nodes[id as usize];
+        if matches!(node, Node::Array(_) | Node::Object { .. }) {
+            if self.nest >= MAX_NEST {
+                self.too_deep = true;
+                return "''".to_owned();
+            }
+            self.nest += 1;
+        }
+        let sym = match node {
             Node::Any => self.generic_value(),
+            Node::Ref(_) => {
+                let (hint, target) = &self.nodes.refs[&id];
+                let name = self.fresh(hint);
+                self.memo.insert(id, name.clone());
+                let body = self.value(*target);
+                self.add_rule(&name, vec![vec![Sym::Text(body)]]);
+                name
+            }
             Node::Null => "'null'".to_owned(),
             Node::Boolean => {
                 if !self.index.contains_key("boolean") {
@@ -197,6 +223,9 @@ impl<'a> Emitter<'a> {
                 others,
             } => self.object(id, props, required, *others),
         };
+        if matches!(node, Node::Array(_) | Node::Object { .. }) {
+            self.nest -= 1;
+        }
         self.memo.insert(id, sym.clone());
         sym
     }
@@ -275,7 +304,7 @@ impl<'a> Emitter<'a> {
         id: NodeId,
         props: &[(String, NodeId)],
         required: &[String],
-        others: bool,
+        others: Option<NodeId>,
     ) -> String {
         debug_assert!(props.len() <= MAX_MEMBERS);
         let name = self.fresh("object");
@@ -286,7 +315,7 @@ impl<'a> Emitter<'a> {
             members.push((format!("'\"{k}\"'"), sym, required.contains(k)));
         }
         let mut region_items = Vec::new();
-        if others {
+        if let Some(others) = others {
             let key = if props.is_empty() {
                 self.generic_string()
             } else {
@@ -302,7 +331,7 @@ impl<'a> Emitter<'a> {
                     "key",
                 )
             };
-            let value = self.generic_value();
+            let value = self.value(others);
             region_items.push(vec![Sym::Text(key), t("': '"), Sym::Text(value)]);
         }
         let start = self.object_chain(&members, region_items, &name);
@@ -428,26 +457,46 @@ impl<'a> Emitter<'a> {
         Some(())
     }
 
-    /// The rules that derive some text (no rule of the subset uses itself, so one depth-first
-    /// pass decides each after the rules it uses).
+    /// The rules that derive some text: the least fixed point, by a worklist over the
+    /// alternatives still waiting for rules (references make rules use themselves).
     fn productive(&self) -> FxHashSet<String> {
-        fn decide(e: &Emitter<'_>, i: usize, known: &mut [Option<bool>]) -> bool {
-            if let Some(k) = known[i] {
-                return k;
+        let n = self.rules.len();
+        let mut productive = vec![false; n];
+        let mut queue = Vec::new();
+        // Per rule: the alternatives waiting for it, as (rule, alternative) indices.
+        let mut users: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+        let mut missing: Vec<Vec<usize>> = Vec::with_capacity(n);
+        for (i, (_, rule)) in self.rules.iter().enumerate() {
+            let mut counts = Vec::with_capacity(rule.refs.len());
+            for (a, deps) in rule.refs.iter().enumerate() {
+                let mut need: Vec<usize> = deps
+                    .iter()
+                    .filter_map(|d| self.index.get(d).copied())
+                    .collect();
+                need.sort_unstable();
+                need.dedup();
+                for &j in &need {
+                    users[j].push((i, a));
+                }
+                counts.push(need.len());
+                if need.is_empty() && !productive[i] {
+                    productive[i] = true;
+                    queue.push(i);
+                }
             }
-            known[i] = Some(false); // (no cycles in the subset; a cycle counts as unproductive)
-            let ok = e.rules[i].1.refs.iter().any(|deps| {
-                deps.iter().all(|d| match e.index.get(d) {
-                    Some(&j) => decide(e, j, known),
-                    None => true,
-                })
-            });
-            known[i] = Some(ok);
-            ok
+            missing.push(counts);
         }
-        let mut known = vec![None; self.rules.len()];
-        (0..self.rules.len())
-            .filter(|&i| decide(self, i, &mut known))
+        while let Some(j) = queue.pop() {
+            for &(i, a) in &users[j] {
+                missing[i][a] -= 1;
+                if missing[i][a] == 0 && !productive[i] {
+                    productive[i] = true;
+                    queue.push(i);
+                }
+            }
+        }
+        (0..n)
+            .filter(|&i| productive[i])
             .map(|i| self.rules[i].0.clone())
             .collect()
     }

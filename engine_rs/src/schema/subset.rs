@@ -1,15 +1,19 @@
 //! The subset of JSON Schema the fast path translates, as interned nodes.
 //!
-//! A schema is in the subset when every subschema is `true`, `{}` (annotations only), or has a
-//! `type` (or a list of types) of `null`, `boolean`, `integer`, `number`, `string` (optionally an
-//! `enum` of words JSON spells one way), `array` (optionally `items`: one subschema) or `object` (optionally
-//! `properties`, `required` naming listed properties, `additionalProperties: true | false`, at
-//! most [`MAX_MEMBERS`] properties with plain ASCII names). Keywords that assert nothing
-//! (annotations such as `title` or `description`, unknown ones) are ignored, as by the Python
-//! translator. Any other keyword, value or shape declines.
+//! A schema is in the subset when every subschema is `true`, `{}` (annotations only), a local
+//! `$ref` (see [`local_pointer`]) with nothing but annotations beside it, or has a `type` (or a
+//! list of types) of `null`, `boolean`, `integer`, `number`, `string` (optionally an `enum` of
+//! words JSON spells one way), `array` (optionally `items`: one subschema) or `object`
+//! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
+//! boolean or a subschema; at most [`MAX_MEMBERS`] properties with plain ASCII names). The
+//! document may keep `definitions`/`$defs` and `$schema` (drafts 4 to 2020-12). Keywords that
+//! assert nothing (annotations such as `title` or `description`, unknown ones) are ignored, as
+//! by the Python translator. Any other keyword, value or shape declines.
 //!
-//! Invariant: nodes are interned by their meaning (annotations and `required`'s order aside), as
-//! the Python translator's IR is, so equal subschemas share one node and hence one rule.
+//! Invariants: nodes are interned by their meaning (annotations and `required`'s order aside),
+//! as the Python translator's IR is, so equal subschemas share one node and hence one rule; a
+//! reference is a node of its own (one rule named after its target), resolved once, after the
+//! schemas that use it, so recursive definitions stay finite.
 
 use rustc_hash::FxHashMap;
 
@@ -55,20 +59,28 @@ pub(super) enum Node {
     Array(NodeId),
     /// Values of any of the parts (at least two, of different kinds, in [`Type::rank`] order).
     Union(Vec<NodeId>),
+    /// A reference, by its JSON pointer (`""` the document, `/definitions/x`, `/$defs/x`): one
+    /// rule named after its last segment (see [`Nodes::refs`]).
+    Ref(String),
     Object {
         /// Properties in schema order.
         props: Vec<(String, NodeId)>,
         /// Required names, sorted.
         required: Vec<String>,
-        /// Whether other keys are allowed (with any value).
-        others: bool,
+        /// The values of other keys (`None`: no other keys).
+        others: Option<NodeId>,
     },
 }
 
 /// The nodes of one schema; the root is the last one interned.
 pub(super) struct Nodes {
     pub(super) nodes: Vec<Node>,
+    /// The document: a reference to `#`.
     pub(super) root: NodeId,
+    /// Per reference node: its rule name hint and the node it resolves to (references to
+    /// schemas that are themselves only a reference followed to the end, as the Python
+    /// translator resolves them).
+    pub(super) refs: FxHashMap<NodeId, (String, NodeId)>,
     /// Draft 4 (`$schema`): its integers are lexical (`1.0` is none), named apart.
     pub(super) draft4: bool,
 }
@@ -173,6 +185,10 @@ impl Nodes {
             nodes: Vec::new(),
             index: FxHashMap::default(),
             seen: 0,
+            queue: Vec::new(),
+            refs: FxHashMap::default(),
+            has_ref: false,
+            nested_id: false,
         };
         let mut draft4 = false;
         if let Json::Object(members) = schema {
@@ -185,10 +201,19 @@ impl Nodes {
                 }
             }
         }
-        let root = b.node(schema, 0, true)?;
+        let root = b.reference("");
+        while let Some((id, pointer)) = b.queue.pop() {
+            let (target, at_root) = b.chase(schema, &pointer)?;
+            let node = b.node(target, 0, at_root)?;
+            b.refs.insert(id, (ref_hint(&pointer), node));
+        }
+        if b.has_ref && b.nested_id {
+            return None; // (an `id` below the root would change what a reference means)
+        }
         Some(Nodes {
             nodes: b.nodes,
             root,
+            refs: b.refs,
             draft4,
         })
     }
@@ -198,6 +223,11 @@ struct Builder {
     nodes: Vec<Node>,
     index: FxHashMap<Node, NodeId>,
     seen: usize,
+    /// Reference nodes not resolved yet, with their pointers.
+    queue: Vec<(NodeId, String)>,
+    refs: FxHashMap<NodeId, (String, NodeId)>,
+    has_ref: bool,
+    nested_id: bool,
 }
 
 impl Builder {
@@ -211,6 +241,32 @@ impl Builder {
         id
     }
 
+    /// The reference node of `pointer`, queued to be resolved the first time.
+    fn reference(&mut self, pointer: &str) -> NodeId {
+        let node = Node::Ref(pointer.to_owned());
+        if let Some(&id) = self.index.get(&node) {
+            return id;
+        }
+        let id = self.intern(node);
+        self.queue.push((id, pointer.to_owned()));
+        id
+    }
+
+    /// The schema `pointer` ends at once references that are only references are followed,
+    /// and whether it is the document; `None` for a pointer the fast path does not follow or
+    /// a cycle of such references.
+    fn chase<'d>(&self, doc: &'d Json, pointer: &str) -> Option<(&'d Json, bool)> {
+        let mut pointer = pointer.to_owned();
+        for _ in 0..64 {
+            let target = lookup(doc, &pointer)?;
+            match only_reference(target, pointer.is_empty()) {
+                Some(next) => pointer = next?,
+                None => return Some((target, pointer.is_empty())),
+            }
+        }
+        None
+    }
+
     fn node(&mut self, schema: &Json, depth: usize, root: bool) -> Option<NodeId> {
         self.seen += 1;
         if depth > MAX_DEPTH || self.seen > MAX_SUBSCHEMAS {
@@ -222,6 +278,7 @@ impl Builder {
             _ => return None,
         };
         let mut ty = None;
+        let mut reference = None;
         let mut kw = Keywords::default();
         for (k, v) in members {
             match k.as_str() {
@@ -232,12 +289,26 @@ impl Builder {
                 "items" => kw.items = Some(v),
                 "enum" => kw.words = Some(v),
                 "$schema" if root => {} // (checked by `Nodes::of`)
+                "definitions" | "$defs" if root && matches!(v, Json::Object(_)) => {}
+                "$ref" => reference = Some(v),
                 // (draft 4's `$id`; a name in later drafts)
-                "id" if matches!(v, Json::Str(_)) => {}
+                "id" if matches!(v, Json::Str(_)) => self.nested_id |= !root,
                 "$comment" => {}
                 k if ASSERTING.contains(&k) || k == "id" || k.starts_with('$') => return None,
                 _ => {}
             }
+        }
+        if let Some(r) = reference {
+            // (a reference with assertions beside it is not on the fast path)
+            if ty.is_some() || !kw.is_empty() {
+                return None;
+            }
+            let Json::Str(r) = r else {
+                return None;
+            };
+            let pointer = local_pointer(r)?;
+            self.has_ref = true;
+            return Some(self.reference(&pointer));
         }
         let node = match ty {
             Some(Json::Str(t)) => {
@@ -351,8 +422,11 @@ impl Builder {
                 }
                 req.sort();
                 let others = match kw.others {
-                    None | Some(Json::Bool(true)) => true,
-                    Some(Json::Bool(false)) => false,
+                    None => Some(self.intern(Node::Any)),
+                    Some(Json::Bool(false)) => None,
+                    Some(s @ (Json::Bool(true) | Json::Object(_))) => {
+                        Some(self.node(s, depth + 1, false)?)
+                    }
                     Some(_) => return None,
                 };
                 Node::Object {
@@ -469,4 +543,86 @@ fn plain_key(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| (b' '..=b'~').contains(&b) && !matches!(b, b'"' | b'\'' | b'\\'))
+}
+
+/// The JSON pointer of a `$ref` the fast path follows: `#` (the document) or `#/group/name`,
+/// `group` being `definitions`, `$defs` or a member of the document that is no keyword (where
+/// some schemas keep theirs), both of ASCII letters, digits, `_`, `-`, `.` and `:` (nothing to
+/// unescape).
+fn local_pointer(r: &str) -> Option<String> {
+    if r == "#" {
+        return Some(String::new());
+    }
+    let rest = r.strip_prefix("#/")?;
+    let (group, name) = rest.split_once('/')?;
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+    };
+    let group_ok = group == "definitions"
+        || group == "$defs"
+        || (plain(group) && !ASSERTING.contains(&group) && group != "id");
+    (group_ok && plain(name)).then(|| format!("/{rest}"))
+}
+
+/// The schema at `pointer` (see [`local_pointer`]) in `doc`.
+fn lookup<'d>(doc: &'d Json, pointer: &str) -> Option<&'d Json> {
+    if pointer.is_empty() {
+        return Some(doc);
+    }
+    let (group, name) = pointer[1..].split_once('/')?;
+    let member = |j: &'d Json, k: &str| match j {
+        Json::Object(ms) => ms.iter().find(|(m, _)| m == k).map(|(_, v)| v),
+        _ => None,
+    };
+    member(member(doc, group)?, name)
+}
+
+/// For a schema that is only a reference (annotations aside; at the document, also its
+/// `$schema` and definitions): `Some` of the pointer it refers to (`None` inside when the fast
+/// path does not follow it); `None` for any other schema.
+fn only_reference(schema: &Json, root: bool) -> Option<Option<String>> {
+    let Json::Object(members) = schema else {
+        return None;
+    };
+    let mut target = None;
+    for (k, v) in members {
+        match k.as_str() {
+            "$ref" => target = Some(v),
+            "$schema" | "definitions" | "$defs" if root => {}
+            "$comment" => {}
+            k if ASSERTING.contains(&k) || k == "id" || k.starts_with('$') => return None,
+            _ => {}
+        }
+    }
+    Some(match target? {
+        Json::Str(r) => local_pointer(r),
+        _ => None,
+    })
+}
+
+/// The rule name hint of a reference: its pointer's last segment (`root` for the document), as
+/// the Python translator's `_rule_name_base` makes a name of it.
+fn ref_hint(pointer: &str) -> String {
+    let last = pointer
+        .rsplit('/')
+        .next()
+        .filter(|l| !l.is_empty())
+        .unwrap_or("root");
+    let mut base: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if !base.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        base.insert_str(0, "r_");
+    }
+    base.truncate(48);
+    base
 }

@@ -148,3 +148,43 @@ fn type_lists_become_one_rule_in_kind_order() {
     .unwrap();
     assert!(number.contains("root ::= number;"), "{number}");
 }
+
+#[test]
+fn references_are_rules_named_after_their_target() {
+    // {"$defs": {"node": {"type": "object", "properties": {"kids": {"type": "array",
+    //  "items": {"$ref": "#/$defs/node"}}}}}, "$ref": "#/$defs/node"}
+    let node = obj(&[
+        ("type", s("object")),
+        (
+            "properties",
+            obj(&[(
+                "kids",
+                obj(&[
+                    ("type", s("array")),
+                    ("items", obj(&[("$ref", s("#/$defs/node"))])),
+                ]),
+            )]),
+        ),
+    ]);
+    let schema = obj(&[
+        ("$defs", obj(&[("node", node)])),
+        ("$ref", s("#/$defs/node")),
+    ]);
+    let text = translate(&schema, None).unwrap();
+    assert!(
+        text.starts_with(
+            "start ::= root;\nnode ::= object;\narray ::= '[]' | '[' node (', ' node)* ']';\n"
+        ),
+        "{text}"
+    );
+    assert!(text.ends_with("root ::= object;\n"), "{text}");
+    // A cycle of references to references has no schema at its end.
+    let cycle = obj(&[
+        (
+            "definitions",
+            obj(&[("a", obj(&[("$ref", s("#/definitions/a"))]))]),
+        ),
+        ("$ref", s("#/definitions/a")),
+    ]);
+    assert_eq!(translate(&cycle, None), None);
+}
