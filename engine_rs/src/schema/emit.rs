@@ -9,6 +9,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::subset::{Node, NodeId, Nodes, MAX_MEMBERS};
 
+/// Objects with more named members than this use [`Emitter::object_tree`] (the Python
+/// translator's `TREE_MIN_MEMBERS`).
+const TREE_MIN_MEMBERS: usize = 24;
+
 /// A symbol of an alternative: a rule name, a quoted literal, a terminal, or a repetition of
 /// symbols (`(…)*`).
 #[derive(Clone)]
@@ -334,14 +338,111 @@ impl<'a> Emitter<'a> {
             let value = self.value(others);
             region_items.push(vec![Sym::Text(key), t("': '"), Sym::Text(value)]);
         }
-        let start = self.object_chain(&members, region_items, &name);
-        let mut out = Vec::new();
-        if !members.iter().any(|m| m.2) {
-            out.push(vec![t("'{}'")]);
-        }
-        out.push(vec![t("'{'"), Sym::Text(start), t("'}'")]);
+        let out = if members.len() > TREE_MIN_MEMBERS {
+            self.object_tree(&members, region_items, &name)
+        } else {
+            let start = self.object_chain(&members, region_items, &name);
+            let mut out = Vec::new();
+            if !members.iter().any(|m| m.2) {
+                out.push(vec![t("'{}'")]);
+            }
+            out.push(vec![t("'{'"), Sym::Text(start), t("'}'")]);
+            out
+        };
         self.add_rule(&name, out);
         name
+    }
+
+    /// The rule of one other key and its value (`None`: no other keys).
+    fn other_keys_rule(&mut self, region_items: Vec<Vec<Sym>>, base: &str) -> Option<String> {
+        if region_items.is_empty() {
+            return None;
+        }
+        let kv = self.fresh(&format!("{base}_kv"));
+        self.add_rule(&kv, region_items);
+        Some(kv)
+    }
+
+    /// The alternatives of an object with many members: after member `i` the next one is
+    /// picked from the segment-tree nodes covering the members allowed next (up to the next
+    /// required one), as the Python translator's `_object_tree` builds them (rules linear in
+    /// the members, normalized grammars of O(n log n) symbols).
+    fn object_tree(
+        &mut self,
+        members: &[(String, String, bool)],
+        region_items: Vec<Vec<Sym>>,
+        base: &str,
+    ) -> Vec<Vec<Sym>> {
+        let n = members.len();
+        // The first required member at index >= i (n: none).
+        let mut next_req = vec![n; n + 1];
+        for i in (0..n).rev() {
+            next_req[i] = if members[i].2 { i } else { next_req[i + 1] };
+        }
+        let item = self.other_keys_rule(region_items, base);
+        let more = |kv: &str| Sym::Star(vec![t("', '"), Sym::Text(kv.to_owned())]);
+        let mut tree = TreeStates {
+            n,
+            pick_hint: format!("{base}_p"),
+            after_hint: format!("{base}_a"),
+            picks: FxHashMap::default(),
+            after: FxHashMap::default(),
+            todo: Vec::new(),
+        };
+        let choices = |i: usize| -> Vec<(usize, usize)> {
+            let hi = (next_req[i] + 1).min(n);
+            let mut out = Vec::new();
+            if i < hi {
+                cover(i, hi, 0, n, &mut out);
+            }
+            out
+        };
+        let mut out = Vec::new();
+        if next_req[0] == n {
+            out.push(vec![t("'{}'")]);
+            if let Some(kv) = &item {
+                out.push(vec![t("'{'"), Sym::Text(kv.clone()), more(kv), t("'}'")]);
+            }
+        }
+        for (a, b) in choices(0) {
+            out.push(vec![t("'{'"), Sym::Text(tree.pick(self, a, b)), t("'}'")]);
+        }
+        while let Some((is_pick, a, b)) = tree.todo.pop() {
+            let (name, alts) = if is_pick {
+                let alts = if b - a == 1 {
+                    let (lit, sym, _) = &members[a];
+                    let after = tree.after_of(self, a + 1);
+                    vec![vec![
+                        Sym::Text(lit.clone()),
+                        t("': '"),
+                        Sym::Text(sym.clone()),
+                        Sym::Text(after),
+                    ]]
+                } else {
+                    let m = (a + b) / 2;
+                    vec![
+                        vec![Sym::Text(tree.pick(self, a, m))],
+                        vec![Sym::Text(tree.pick(self, m, b))],
+                    ]
+                };
+                (tree.picks[&(a, b)].clone(), alts)
+            } else {
+                let i = a;
+                let mut alts: Vec<Vec<Sym>> = choices(i)
+                    .into_iter()
+                    .map(|(c, d)| vec![t("', '"), Sym::Text(tree.pick(self, c, d))])
+                    .collect();
+                if next_req[i] == n {
+                    alts.push(vec![t("''")]);
+                    if let Some(kv) = &item {
+                        alts.push(vec![t("', '"), Sym::Text(kv.clone()), more(kv)]);
+                    }
+                }
+                (tree.after[&i].clone(), alts)
+            };
+            self.add_rule(&name, alts);
+        }
+        out
     }
 
     /// The chain of states `(i, first)` before named member `i` (`i == n`: the other keys),
@@ -353,12 +454,7 @@ impl<'a> Emitter<'a> {
         base: &str,
     ) -> String {
         let n = members.len();
-        let mut item = None;
-        if !region_items.is_empty() {
-            let kv = self.fresh(&format!("{base}_kv"));
-            self.add_rule(&kv, region_items);
-            item = Some(kv);
-        }
+        let item = self.other_keys_rule(region_items, base);
         let more = |kv: &str| Sym::Star(vec![t("', '"), Sym::Text(kv.to_owned())]);
         let mut states = ChainStates {
             n,
@@ -576,6 +672,56 @@ impl ChainStates {
         let name = e.fresh(&self.hint);
         self.names.insert(key, name.clone());
         self.todo.push(key);
+        name
+    }
+}
+
+/// The segment-tree nodes `[a', b')` of `[a, b)` that partition `[lo, hi)` (`lo < hi`).
+fn cover(lo: usize, hi: usize, a: usize, b: usize, out: &mut Vec<(usize, usize)>) {
+    if lo <= a && b <= hi {
+        out.push((a, b));
+        return;
+    }
+    let m = (a + b) / 2;
+    if lo < m {
+        cover(lo, hi, a, m, out);
+    }
+    if hi > m {
+        cover(lo, hi, m, b, out);
+    }
+}
+
+/// The rules of an object tree, named on first use and queued to be built: `pick[a, b)` (one
+/// member of `[a, b)` and what follows it) and `after[i]` (the state after member `i - 1`).
+struct TreeStates {
+    n: usize,
+    pick_hint: String,
+    after_hint: String,
+    picks: FxHashMap<(usize, usize), String>,
+    after: FxHashMap<usize, String>,
+    /// (whether a pick, a, b): picks `[a, b)`, afters `i = a`.
+    todo: Vec<(bool, usize, usize)>,
+}
+
+impl TreeStates {
+    fn pick(&mut self, e: &mut Emitter<'_>, a: usize, b: usize) -> String {
+        if let Some(name) = self.picks.get(&(a, b)) {
+            return name.clone();
+        }
+        let name = e.fresh(&self.pick_hint);
+        self.picks.insert((a, b), name.clone());
+        self.todo.push((true, a, b));
+        name
+    }
+
+    fn after_of(&mut self, e: &mut Emitter<'_>, i: usize) -> String {
+        debug_assert!(i <= self.n);
+        if let Some(name) = self.after.get(&i) {
+            return name.clone();
+        }
+        let name = e.fresh(&self.after_hint);
+        self.after.insert(i, name.clone());
+        self.todo.push((false, i, 0));
         name
     }
 }

@@ -5,7 +5,7 @@
 //! list of types) of `null`, `boolean`, `integer`, `number`, `string` (optionally an `enum` of
 //! words JSON spells one way), `array` (optionally `items`: one subschema) or `object`
 //! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
-//! boolean or a subschema; at most [`MAX_MEMBERS`] properties with plain ASCII names). The
+//! boolean or a subschema; properties with plain ASCII names). The
 //! document may keep `definitions`/`$defs` and `$schema` (drafts 4 to 2020-12). Keywords that
 //! assert nothing (annotations such as `title` or `description`, unknown ones) are ignored, as
 //! by the Python translator. Any other keyword, value or shape declines.
@@ -85,9 +85,8 @@ pub(super) struct Nodes {
     pub(super) draft4: bool,
 }
 
-/// Most properties of an object on the fast path (the Python translator switches to another
-/// rule layout above 24).
-pub(super) const MAX_MEMBERS: usize = 24;
+/// Most properties of an object on the fast path.
+pub(super) const MAX_MEMBERS: usize = 2048;
 /// Deepest nesting of subschemas on the fast path.
 const MAX_DEPTH: usize = 48;
 /// Most subschemas on the fast path.
@@ -333,8 +332,15 @@ impl Builder {
                 if types.contains(&Type::Number) {
                     types.retain(|&t| t != Type::Integer); // (every integer is a number)
                 }
+                if kw.words.is_some() {
+                    // (an enum of strings leaves the string part only)
+                    if !types.contains(&Type::String) {
+                        return None;
+                    }
+                    types = vec![Type::String];
+                }
                 // (all six kinds unconstrained would be any value: not on the fast path)
-                if types.is_empty() || types.len() == 6 || kw.words.is_some() {
+                if types.is_empty() || types.len() == 6 {
                     return None;
                 }
                 if !kw.only_for(&types) {
@@ -545,38 +551,32 @@ fn plain_key(name: &str) -> bool {
             .all(|b| (b' '..=b'~').contains(&b) && !matches!(b, b'"' | b'\'' | b'\\'))
 }
 
-/// The JSON pointer of a `$ref` the fast path follows: `#` (the document) or `#/group/name`,
-/// `group` being `definitions`, `$defs` or a member of the document that is no keyword (where
-/// some schemas keep theirs), both of ASCII letters, digits, `_`, `-`, `.` and `:` (nothing to
-/// unescape).
+/// The JSON pointer of a `$ref` the fast path follows: `#` (the document) or `#/a/b/…`, through
+/// members of objects, each segment of ASCII letters, digits, `_`, `-`, `.`, `:` and `$`
+/// (nothing to unescape).
 fn local_pointer(r: &str) -> Option<String> {
     if r == "#" {
         return Some(String::new());
     }
     let rest = r.strip_prefix("#/")?;
-    let (group, name) = rest.split_once('/')?;
     let plain = |s: &str| {
         !s.is_empty()
             && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'))
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':' | b'$'))
     };
-    let group_ok = group == "definitions"
-        || group == "$defs"
-        || (plain(group) && !ASSERTING.contains(&group) && group != "id");
-    (group_ok && plain(name)).then(|| format!("/{rest}"))
+    (rest.split('/').count() <= 16 && rest.split('/').all(plain)).then(|| format!("/{rest}"))
 }
 
-/// The schema at `pointer` (see [`local_pointer`]) in `doc`.
+/// The value at `pointer` (see [`local_pointer`]) in `doc`.
 fn lookup<'d>(doc: &'d Json, pointer: &str) -> Option<&'d Json> {
-    if pointer.is_empty() {
-        return Some(doc);
+    let mut at = doc;
+    for segment in pointer.split('/').skip(1) {
+        let Json::Object(members) = at else {
+            return None;
+        };
+        at = &members.iter().find(|(m, _)| m == segment)?.1;
     }
-    let (group, name) = pointer[1..].split_once('/')?;
-    let member = |j: &'d Json, k: &str| match j {
-        Json::Object(ms) => ms.iter().find(|(m, _)| m == k).map(|(_, v)| v),
-        _ => None,
-    };
-    member(member(doc, group)?, name)
+    Some(at)
 }
 
 /// For a schema that is only a reference (annotations aside; at the document, also its

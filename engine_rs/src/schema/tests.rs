@@ -60,7 +60,7 @@ fn other_shapes_decline() {
         ]),
         obj(&[("enum", Json::Array(vec![s("a"), Json::Null]))]),
         obj(&[
-            ("type", Json::Array(vec![s("string"), s("null")])),
+            ("type", Json::Array(vec![s("integer"), s("null")])),
             ("enum", Json::Array(vec![s("a")])),
         ]),
         obj(&[("type", s("string")), ("minLength", Json::Number)]),
@@ -187,4 +187,25 @@ fn references_are_rules_named_after_their_target() {
         ("$ref", s("#/definitions/a")),
     ]);
     assert_eq!(translate(&cycle, None), None);
+}
+
+#[test]
+fn objects_with_many_members_pick_them_from_a_segment_tree() {
+    let props: Vec<(String, Json)> = (0..30)
+        .map(|i| (format!("p{i}"), obj(&[("type", s("integer"))])))
+        .collect();
+    let schema = obj(&[
+        ("type", s("object")),
+        ("properties", Json::Object(props)),
+        ("required", Json::Array(vec![s("p29")])),
+        ("additionalProperties", Json::Bool(false)),
+    ]);
+    let text = translate(&schema, None).unwrap();
+    // The first member up to the required last one: [0, 30) is one tree node.
+    assert!(text.contains("object ::= '{' object_p '}';\n"), "{text}");
+    assert!(
+        text.contains("object_p ::= object_p_1 | object_p_"),
+        "{text}"
+    );
+    assert!(text.contains("'\"p29\"' ': ' integer object_a"), "{text}");
 }
