@@ -1,7 +1,8 @@
 //! The subset of JSON Schema the fast path translates, as interned nodes.
 //!
 //! A schema is in the subset when every subschema is `true`, `{}` (annotations only), a local
-//! `$ref` (see [`local_pointer`]) with nothing but annotations beside it, or has a `type` (or a
+//! `$ref` (see [`local_pointer`]) or an `anyOf` of branches of different kinds with nothing but
+//! annotations beside it, or has a `type` (or a
 //! list of types) of `null`, `boolean`, `integer`, `number`, `string` (optionally an `enum` of
 //! words JSON spells one way), `array` (optionally `items`: one subschema) or `object`
 //! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
@@ -57,7 +58,8 @@ pub(super) enum Node {
         regex: String,
     },
     Array(NodeId),
-    /// Values of any of the parts (at least two, of different kinds, in [`Type::rank`] order).
+    /// Values of any of the parts (at least two, of different kinds: a type list's in
+    /// [`Type::rank`] order, an `anyOf`'s in its order).
     Union(Vec<NodeId>),
     /// A reference, by its JSON pointer (`""` the document, `/definitions/x`, `/$defs/x`): one
     /// rule named after its last segment (see [`Nodes::refs`]).
@@ -185,7 +187,6 @@ impl Nodes {
             index: FxHashMap::default(),
             seen: 0,
             queue: Vec::new(),
-            refs: FxHashMap::default(),
             has_ref: false,
             nested_id: false,
         };
@@ -201,10 +202,29 @@ impl Nodes {
             }
         }
         let root = b.reference("");
+        let mut target: FxHashMap<NodeId, NodeId> = FxHashMap::default();
         while let Some((id, pointer)) = b.queue.pop() {
-            let (target, at_root) = b.chase(schema, &pointer)?;
-            let node = b.node(target, 0, at_root)?;
-            b.refs.insert(id, (ref_hint(&pointer), node));
+            let schema_at = lookup(schema, &pointer)?;
+            target.insert(id, b.node(schema_at, 0, pointer.is_empty())?);
+        }
+        // A reference to a schema that is only a reference (or an `anyOf` of one) resolves to
+        // what that one resolves to, as in the Python translator; a cycle of those declines.
+        let mut refs = FxHashMap::default();
+        for (&id, &first) in &target {
+            let mut at = first;
+            for _ in 0..=target.len() {
+                if !matches!(b.nodes[at as usize], Node::Ref(_)) {
+                    break;
+                }
+                at = target[&at];
+            }
+            if matches!(b.nodes[at as usize], Node::Ref(_)) {
+                return None;
+            }
+            let Node::Ref(pointer) = &b.nodes[id as usize] else {
+                unreachable!("only references are queued");
+            };
+            refs.insert(id, (ref_hint(pointer), at));
         }
         if b.has_ref && b.nested_id {
             return None; // (an `id` below the root would change what a reference means)
@@ -212,7 +232,7 @@ impl Nodes {
         Some(Nodes {
             nodes: b.nodes,
             root,
-            refs: b.refs,
+            refs,
             draft4,
         })
     }
@@ -222,9 +242,8 @@ struct Builder {
     nodes: Vec<Node>,
     index: FxHashMap<Node, NodeId>,
     seen: usize,
-    /// Reference nodes not resolved yet, with their pointers.
+    /// Reference nodes not parsed yet, with their pointers.
     queue: Vec<(NodeId, String)>,
-    refs: FxHashMap<NodeId, (String, NodeId)>,
     has_ref: bool,
     nested_id: bool,
 }
@@ -251,21 +270,6 @@ impl Builder {
         id
     }
 
-    /// The schema `pointer` ends at once references that are only references are followed,
-    /// and whether it is the document; `None` for a pointer the fast path does not follow or
-    /// a cycle of such references.
-    fn chase<'d>(&self, doc: &'d Json, pointer: &str) -> Option<(&'d Json, bool)> {
-        let mut pointer = pointer.to_owned();
-        for _ in 0..64 {
-            let target = lookup(doc, &pointer)?;
-            match only_reference(target, pointer.is_empty()) {
-                Some(next) => pointer = next?,
-                None => return Some((target, pointer.is_empty())),
-            }
-        }
-        None
-    }
-
     fn node(&mut self, schema: &Json, depth: usize, root: bool) -> Option<NodeId> {
         self.seen += 1;
         if depth > MAX_DEPTH || self.seen > MAX_SUBSCHEMAS {
@@ -278,6 +282,7 @@ impl Builder {
         };
         let mut ty = None;
         let mut reference = None;
+        let mut any_of = None;
         let mut kw = Keywords::default();
         for (k, v) in members {
             match k.as_str() {
@@ -290,12 +295,20 @@ impl Builder {
                 "$schema" if root => {} // (checked by `Nodes::of`)
                 "definitions" | "$defs" if root && matches!(v, Json::Object(_)) => {}
                 "$ref" => reference = Some(v),
+                "anyOf" => any_of = Some(v),
                 // (draft 4's `$id`; a name in later drafts)
                 "id" if matches!(v, Json::Str(_)) => self.nested_id |= !root,
                 "$comment" => {}
                 k if ASSERTING.contains(&k) || k == "id" || k.starts_with('$') => return None,
                 _ => {}
             }
+        }
+        if let Some(branches) = any_of {
+            // (with assertions beside it: not on the fast path)
+            if ty.is_some() || reference.is_some() || !kw.is_empty() {
+                return None;
+            }
+            return self.any_of(branches, depth);
         }
         if let Some(r) = reference {
             // (a reference with assertions beside it is not on the fast path)
@@ -368,6 +381,45 @@ impl Builder {
             None => return None,
         };
         Some(self.intern(node))
+    }
+
+    /// `anyOf` of branches of different kinds (the Python translator merges branches of one
+    /// kind, which the fast path does not copy), in their order; a reference only beside
+    /// `null` branches (`Optional[Model]`), since its kind is known only once resolved.
+    fn any_of(&mut self, branches: &Json, depth: usize) -> Option<NodeId> {
+        let Json::Array(branches) = branches else {
+            return None;
+        };
+        if branches.is_empty() || branches.len() > 6 {
+            return None;
+        }
+        let mut parts: Vec<NodeId> = Vec::with_capacity(branches.len());
+        let mut kinds: Vec<u8> = Vec::with_capacity(branches.len());
+        for b in branches {
+            let id = self.node(b, depth + 1, false)?;
+            let kind = match &self.nodes[id as usize] {
+                Node::Null => 0,
+                Node::Boolean => 1,
+                Node::Integer | Node::Number => 2,
+                Node::String | Node::Enum { .. } => 3,
+                Node::Array(_) => 4,
+                Node::Object { .. } => 5,
+                Node::Ref(_) => 6,
+                Node::Any | Node::Union(_) => return None,
+            };
+            if kinds.contains(&kind) {
+                return None;
+            }
+            kinds.push(kind);
+            parts.push(id);
+        }
+        if kinds.contains(&6) && kinds.iter().any(|&k| k != 6 && k != 0) {
+            return None;
+        }
+        if parts.len() == 1 {
+            return Some(parts[0]);
+        }
+        Some(self.intern(Node::Union(parts)))
     }
 
     /// The node of type `t` under the keywords that apply to it.
@@ -577,29 +629,6 @@ fn lookup<'d>(doc: &'d Json, pointer: &str) -> Option<&'d Json> {
         at = &members.iter().find(|(m, _)| m == segment)?.1;
     }
     Some(at)
-}
-
-/// For a schema that is only a reference (annotations aside; at the document, also its
-/// `$schema` and definitions): `Some` of the pointer it refers to (`None` inside when the fast
-/// path does not follow it); `None` for any other schema.
-fn only_reference(schema: &Json, root: bool) -> Option<Option<String>> {
-    let Json::Object(members) = schema else {
-        return None;
-    };
-    let mut target = None;
-    for (k, v) in members {
-        match k.as_str() {
-            "$ref" => target = Some(v),
-            "$schema" | "definitions" | "$defs" if root => {}
-            "$comment" => {}
-            k if ASSERTING.contains(&k) || k == "id" || k.starts_with('$') => return None,
-            _ => {}
-        }
-    }
-    Some(match target? {
-        Json::Str(r) => local_pointer(r),
-        _ => None,
-    })
 }
 
 /// The rule name hint of a reference: its pointer's last segment (`root` for the document), as
