@@ -158,6 +158,8 @@ def test_same_text_as_the_python_translator_on_random_schemas() -> None:
     assert covered >= 950  # (measured: 1,061; the others use a shape the fast path declines)
 
 
+DRAFT4 = "http://json-schema.org/draft-04/schema#"
+
 #: The keywords the fast path translates (references: local ones, to definitions kept at the
 #: document's root).
 TRANSLATED = {"type", "enum", "properties", "required", "additionalProperties", "items", "$ref"}
@@ -202,6 +204,27 @@ def test_every_keyword_the_translator_reads_is_translated_or_declined() -> None:
         {"type": "object", "properties": {"a": {"$ref": "other.json#/a"}}},
         {"type": "object", "properties": {"a": {"$ref": "#/$defs/a", "type": "object"}}},
         {"$ref": "#/definitions/a", "definitions": {"a": {"$ref": "#/definitions/a"}}},
+        # (found by review: Python writes `root ::= json_value` for all six kinds)
+        {
+            "anyOf": [
+                {"type": t} for t in ("object", "array", "string", "number", "boolean", "null")
+            ]
+        },
+        # (a base URI or a dialect on the way to a reference's target changes what it means)
+        {
+            "$ref": "#/definitions/a/properties/b",
+            "definitions": {
+                "a": {
+                    "$id": "http://a.example/",
+                    "properties": {"b": {"$ref": "#/definitions/c"}},
+                    "definitions": {"c": {"type": "integer"}},
+                },
+                "c": {"type": "string"},
+            },
+        },
+        {"$ref": "#/definitions/x", "definitions": {"$schema": DRAFT4, "x": {"type": "integer"}}},
+        # (Python counts every subschema against max_subschemas, unreferenced ones too)
+        {"type": "string", "definitions": {f"d{i}": {} for i in range(100_001)}},
         {"type": "string", "enum": ["a/b"]},
         False,
     ],
@@ -282,3 +305,55 @@ def test_pydantic_models_take_the_fast_path() -> None:
         fast = _engine.translate_common_schema(schema)
         assert fast is not None, t
         assert fast == _python_kbnf(schema, None)[0], t
+
+
+@pytest.mark.parametrize(
+    "name", ["boolean", "json_value", "json_object", "json_array", "json_member", "start", "ws"]
+)
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"whitespace": "flexible"}, {"indent": 2}],
+    ids=["compact", "flexible", "indent"],
+)
+def test_definitions_named_like_fixed_rules_keep_their_meaning(
+    name: str, options: dict[str, Any]
+) -> None:
+    # A definition whose name is one the emitter writes without choosing it (the boolean rule,
+    # the generic value's rules, the start rule, whitespace) used to take over that rule or
+    # borrow it: `{"type": "boolean"}` then accepted 2.
+    from structout._engine import compile_grammar
+
+    schema = {
+        "type": "object",
+        "properties": {  # (the reference first: it names its rule before the fixed ones)
+            "n": {"$ref": f"#/definitions/{name}"},
+            "flag": {"type": "boolean"},
+            "any": {},
+        },
+        "required": ["n", "flag", "any"],
+        "additionalProperties": False,
+        "definitions": {name: {"type": "integer"}},
+    }
+    text = to_kbnf(schema, **options)
+    assert text == translate(schema, **options).kbnf
+    grammar = compile_grammar(text)
+
+    def accepts(doc: Any) -> bool:
+        out = json.dumps(doc, indent=options.get("indent"))
+        return bool(grammar.accepts(out.encode()))
+
+    assert accepts({"n": 3, "flag": True, "any": {"k": [1, "x"]}})
+    assert not accepts({"n": 3, "flag": 2, "any": 1})
+    assert not accepts({"n": "x", "flag": True, "any": 1})
+    assert not accepts({"n": {"n": 1, "flag": True, "any": 1}, "flag": True, "any": 1})
+
+
+def test_shared_and_cyclic_python_data_is_declined_quickly() -> None:
+    # Converting shared sub-dicts once per use doubled the work per level (found by review).
+    shared: dict[str, Any] = {}
+    for _ in range(60):
+        shared = {"a": shared, "b": shared}
+    assert _engine.translate_common_schema({"type": "string", "x-note": shared}) is None
+    cyclic: dict[str, Any] = {"type": "string"}
+    cyclic["x-self"] = cyclic
+    assert _engine.translate_common_schema(cyclic) is None

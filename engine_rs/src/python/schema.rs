@@ -6,27 +6,31 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use super::guard;
 use crate::schema::{translate, Json, ASSERTING};
 
-/// Deepest nesting of Python data converted; deeper values become `Json::Other` (the fast path
-/// declines schemas nested that deep anyway).
+/// Deepest nesting of Python data converted, and most values: beyond either the schema declines
+/// (the Python translator's own limits, 256 levels and 100,000 subschemas, count what the fast
+/// path never reads, e.g. unreferenced definitions; and shared or cyclic Python data must not
+/// make the conversion explode).
 const MAX_DEPTH: usize = 64;
+const MAX_VALUES: usize = 100_000;
 
-/// The schema as JSON data; anything else (tuples, non-string keys, other objects) is
-/// `Json::Other`.
-fn json_of(v: &Bound<'_, PyAny>, depth: usize) -> Json {
-    if depth > MAX_DEPTH {
-        return Json::Other;
+/// The schema as JSON data (`None`: past [`MAX_DEPTH`] or [`MAX_VALUES`]); anything else than
+/// JSON data (tuples, non-string keys, other objects) is `Json::Other`.
+fn json_of(v: &Bound<'_, PyAny>, depth: usize, budget: &mut usize) -> Option<Json> {
+    if depth > MAX_DEPTH || *budget == 0 {
+        return None;
     }
+    *budget -= 1;
     // (`bool` before `int`: Python's booleans are integers)
-    if let Ok(d) = v.downcast_exact::<PyDict>() {
+    Some(if let Ok(d) = v.downcast_exact::<PyDict>() {
         let mut members = Vec::with_capacity(d.len());
         for (k, x) in d.iter() {
             let Ok(k) = k.downcast_exact::<PyString>() else {
-                return Json::Other;
+                return Some(Json::Other);
             };
             let Ok(k) = k.to_cow() else {
-                return Json::Other;
+                return Some(Json::Other);
             };
-            members.push((k.into_owned(), json_of(&x, depth + 1)));
+            members.push((k.into_owned(), json_of(&x, depth + 1, budget)?));
         }
         Json::Object(members)
     } else if let Ok(s) = v.downcast_exact::<PyString>() {
@@ -39,10 +43,14 @@ fn json_of(v: &Bound<'_, PyAny>, depth: usize) -> Json {
     } else if v.downcast_exact::<PyInt>().is_ok() || v.downcast_exact::<PyFloat>().is_ok() {
         Json::Number
     } else if let Ok(l) = v.downcast_exact::<PyList>() {
-        Json::Array(l.iter().map(|x| json_of(&x, depth + 1)).collect())
+        let mut items = Vec::with_capacity(l.len());
+        for x in l.iter() {
+            items.push(json_of(&x, depth + 1, budget)?);
+        }
+        Json::Array(items)
     } else {
         Json::Other
-    }
+    })
 }
 
 /// The KBNF of a JSON Schema (plain `dict`/`list`/`str`/number/`bool`/`None` data) in the
@@ -57,8 +65,8 @@ fn translate_common_schema(
     max_number_length: Option<u32>,
 ) -> PyResult<Option<String>> {
     guard(py, || {
-        let json = json_of(schema, 0);
-        Ok(translate(&json, max_number_length))
+        let mut budget = MAX_VALUES;
+        Ok(json_of(schema, 0, &mut budget).and_then(|json| translate(&json, max_number_length)))
     })
 }
 

@@ -25,6 +25,30 @@ fn t(s: &str) -> Sym {
     Sym::Text(s.to_owned())
 }
 
+/// The rule names the Python translator writes without `fresh` in the compact layout
+/// (`structout/schema/_emit/emitter.py`, `fixed_names`): taken first, so that no hint (a
+/// definition named `boolean` or `start`, say) gets one and replaces or borrows that rule.
+const FIXED_NAMES: &[&str] = &[
+    "start",
+    "ws",
+    "boolean",
+    "rx_string",
+    "rx_body",
+    "rx_alt",
+    "rx_term",
+    "rx_atom",
+    "rx_quant",
+    "rx_esc",
+    "rx_class",
+    "rx_item",
+    "rx_cesc",
+    "rx_hex",
+    "json_value",
+    "json_object",
+    "json_array",
+    "json_member",
+];
+
 /// The any-number regex (the Python translator's generic number, printed).
 const NUMBER: &str = r"\-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[Ee][\+\-]?[0-9]+)?";
 /// The any-integer regex.
@@ -67,7 +91,7 @@ impl<'a> Emitter<'a> {
             index: FxHashMap::default(),
             shared: FxHashMap::default(),
             counter: FxHashMap::default(),
-            used: FxHashSet::default(),
+            used: FIXED_NAMES.iter().map(|&n| n.to_owned()).collect(),
             memo: FxHashMap::default(),
             generic_done: false,
             nest: 0,

@@ -416,6 +416,10 @@ impl Builder {
         if kinds.contains(&6) && kinds.iter().any(|&k| k != 6 && k != 0) {
             return None;
         }
+        // (all six kinds: the Python translator may find it is any value and write that)
+        if (0..6).all(|k| kinds.contains(&k)) {
+            return None;
+        }
         if parts.len() == 1 {
             return Some(parts[0]);
         }
@@ -619,7 +623,9 @@ fn local_pointer(r: &str) -> Option<String> {
     (rest.split('/').count() <= 16 && rest.split('/').all(plain)).then(|| format!("/{rest}"))
 }
 
-/// The value at `pointer` (see [`local_pointer`]) in `doc`.
+/// The value at `pointer` (see [`local_pointer`]) in `doc`; `None` when an object the pointer
+/// passes after the document (the target included) holds a keyword that sets a base URI or a
+/// dialect (the Python translator applies those along the way).
 fn lookup<'d>(doc: &'d Json, pointer: &str) -> Option<&'d Json> {
     let mut at = doc;
     for segment in pointer.split('/').skip(1) {
@@ -627,6 +633,17 @@ fn lookup<'d>(doc: &'d Json, pointer: &str) -> Option<&'d Json> {
             return None;
         };
         at = &members.iter().find(|(m, _)| m == segment)?.1;
+        if let Json::Object(members) = at {
+            let scoping = |k: &str| {
+                matches!(
+                    k,
+                    "$id" | "id" | "$schema" | "$anchor" | "$dynamicAnchor" | "$recursiveAnchor"
+                )
+            };
+            if members.iter().any(|(k, _)| scoping(k)) {
+                return None;
+            }
+        }
     }
     Some(at)
 }

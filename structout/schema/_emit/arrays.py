@@ -78,8 +78,7 @@ class ArrayRules(EmitterBase):
         # chain over prefix positions: tail(j) = items from position j on (j >= 1 emitted)
         nxt: str | None = None
         for j in range(p, 0, -1):
-            tname = f"{base}_from{j}"
-            self.used_names.add(tname)
+            tname = self.fresh(f"{base}_from{j}")
             alts: list[Alt] = []
             if j < p:
                 if mx is None or j < mx:

@@ -11,7 +11,21 @@ from .generic import GenericRules
 from .layout import Layout
 from .numbers import NumberRules
 from .objects import ObjectRules
+from .regex_format import RX_RULES
 from .rules import Sym
+
+
+def fixed_names(layout: Layout, max_depth: int) -> set[str]:
+    """The rule names the emitter writes without ``fresh``: the start rule, whitespace, the
+    boolean rule, the generic value's rules (per depth in the indent layout) and the ``regex``
+    format's grammar. (The engine's translation of common schemas, ``engine_rs/src/schema``,
+    takes the compact layout's set too.)"""
+    sfxs = [f"_d{d}" for d in range(max_depth + 1)] if layout.depth_dependent else [""]
+    names = {"start", "ws", "boolean", *RX_RULES}
+    for sfx in sfxs:
+        names.update(f"json_{kind}{sfx}" for kind in ("value", "object", "array", "member"))
+    return names
+
 
 #: ``Emitter.memo``'s answer for a key not emitted yet (its values include None: no value).
 _UNSEEN = object()
@@ -33,6 +47,9 @@ class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
         max_number_length: int | None = None,
     ) -> None:
         super().__init__()
+        # Rules named without `fresh` take their names first, so that no hint (a definition's
+        # name, say `boolean` or `start`) gets one and replaces or borrows that rule.
+        self.used_names.update(fixed_names(layout, max_depth))
         self.alg = alg
         # Arrays/objects being emitted, outermost first: their number is the nesting depth of
         # the values, bounded by max_schema_depth (so emission never runs out of stack).

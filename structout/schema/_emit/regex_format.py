@@ -11,6 +11,21 @@ from .base import EmitterBase
 from .layout import kbnf_literal
 from .rules import Alt, Sym, rep
 
+#: The rules of the ``regex`` format's grammar, named without ``fresh``.
+RX_RULES = (
+    "rx_string",
+    "rx_body",
+    "rx_alt",
+    "rx_term",
+    "rx_atom",
+    "rx_quant",
+    "rx_esc",
+    "rx_class",
+    "rx_item",
+    "rx_cesc",
+    "rx_hex",
+)
+
 
 class RegexFormatRules(EmitterBase):
     def _dchars(self, chars: str | cs.Charset, hint: str = "rx_c") -> Sym:
@@ -30,20 +45,7 @@ class RegexFormatRules(EmitterBase):
         assert name == "regex"
         if "rx_body" in self.rules:
             return "rx_string"
-        for n in (
-            "rx_string",
-            "rx_body",
-            "rx_alt",
-            "rx_term",
-            "rx_atom",
-            "rx_quant",
-            "rx_esc",
-            "rx_class",
-            "rx_item",
-            "rx_cesc",
-            "rx_hex",
-        ):
-            self.used_names.add(n)
+        # (the rule names of RX_RULES are taken when the emitter starts: see FIXED_NAMES)
         hexd = self._dchars("0123456789abcdefABCDEF", "rx_hexdigit")
         self.add_rule(
             "rx_hex",

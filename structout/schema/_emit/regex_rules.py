@@ -91,9 +91,7 @@ class RegexRules(RuleSet):
         if not live[dfa.start]:
             return None
         base = self.fresh(hint)
-        names = {q: f"{base}_s{q}" for q in range(dfa.n) if live[q]}
-        for n in names.values():
-            self.used_names.add(n)
+        names = {q: self.fresh(f"{base}_s{q}") for q in range(dfa.n) if live[q]}
         terms: dict[cs.Charset, Sym] = {}
         for q, name in names.items():
             alts: list[Alt] = []
