@@ -108,6 +108,10 @@ def minimal_partition_of(
 #: listed, as the Python translator does).
 ASSERTING_SCHEMA_KEYWORDS: list[str]
 
+#: The rule names the engine's schema translation takes before any other (those the Python
+#: translator writes without choosing them in the compact layout).
+COMMON_SCHEMA_FIXED_NAMES: list[str]
+
 def translate_common_schema(schema: object, max_number_length: int | None = None) -> str | None:
     """The KBNF of a JSON Schema given as plain data (``dict``/``list``/``str``/numbers/``bool``/
     ``None``) in the compact layout with the default limits, exactly as
@@ -323,6 +327,7 @@ def configure_cache(capacity: int = ..., clear: bool = False) -> None:
 
 __all__ = [
     "ASSERTING_SCHEMA_KEYWORDS",
+    "COMMON_SCHEMA_FIXED_NAMES",
     "ENGINE_LIMITS",
     "PREBUILT_PATTERNS",
     "CompiledGrammar",

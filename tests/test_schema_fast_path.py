@@ -357,3 +357,11 @@ def test_shared_and_cyclic_python_data_is_declined_quickly() -> None:
     cyclic: dict[str, Any] = {"type": "string"}
     cyclic["x-self"] = cyclic
     assert _engine.translate_common_schema(cyclic) is None
+
+
+def test_fixed_rule_names_are_the_translators() -> None:
+    from structout.schema._emit.emitter import fixed_names
+    from structout.schema._emit.layout import Layout
+
+    compact = fixed_names(Layout("compact", None, 32), 32)
+    assert set(_engine.COMMON_SCHEMA_FIXED_NAMES) == compact

@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use super::guard;
-use crate::schema::{translate, Json, ASSERTING};
+use crate::schema::{translate, Json, ASSERTING, FIXED_NAMES};
 
 /// Deepest nesting of Python data converted, and most values: beyond either the schema declines
 /// (the Python translator's own limits, 256 levels and 100,000 subschemas, count what the fast
@@ -73,5 +73,6 @@ fn translate_common_schema(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(translate_common_schema, m)?)?;
     m.add("ASSERTING_SCHEMA_KEYWORDS", ASSERTING.to_vec())?;
+    m.add("COMMON_SCHEMA_FIXED_NAMES", FIXED_NAMES.to_vec())?;
     Ok(())
 }

@@ -26,9 +26,10 @@ fn t(s: &str) -> Sym {
 }
 
 /// The rule names the Python translator writes without `fresh` in the compact layout
-/// (`structout/schema/_emit/emitter.py`, `fixed_names`): taken first, so that no hint (a
+/// (`structout/schema/_emit/emitter.py`, `fixed_names`; `tests/test_schema_fast_path.py`
+/// compares the two): taken first, so that no hint (a
 /// definition named `boolean` or `start`, say) gets one and replaces or borrows that rule.
-const FIXED_NAMES: &[&str] = &[
+pub const FIXED_NAMES: &[&str] = &[
     "start",
     "ws",
     "boolean",

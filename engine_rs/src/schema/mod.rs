@@ -16,6 +16,8 @@
 //!   automata).
 
 mod emit;
+
+pub use emit::FIXED_NAMES;
 mod enums;
 mod subset;
 
