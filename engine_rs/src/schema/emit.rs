@@ -105,7 +105,6 @@ impl<'a> Emitter<'a> {
     pub(super) fn run(mut self) -> Option<String> {
         let root = self.value(self.nodes.root);
         self.add_rule("start", vec![vec![Sym::Text(root)]]);
-        self.used.insert("start".to_owned());
         if self.too_deep {
             return None;
         }
@@ -211,7 +210,6 @@ impl<'a> Emitter<'a> {
             Node::Null => "'null'".to_owned(),
             Node::Boolean => {
                 if !self.index.contains_key("boolean") {
-                    self.used.insert("boolean".to_owned());
                     self.add_rule("boolean", vec![vec![t("'true'")], vec![t("'false'")]]);
                 }
                 "boolean".to_owned()
@@ -228,13 +226,7 @@ impl<'a> Emitter<'a> {
                 let name = self.fresh("array");
                 self.memo.insert(id, name.clone());
                 let rest = self.value(item);
-                let seq = vec![
-                    t("'['"),
-                    Sym::Text(rest.clone()),
-                    Sym::Star(vec![t("', '"), Sym::Text(rest)]),
-                    t("']'"),
-                ];
-                self.add_rule(&name, vec![vec![t("'[]'")], seq]);
+                self.add_rule(&name, listing('[', &rest));
                 name
             }
             Node::Union(parts) => {
@@ -276,40 +268,15 @@ impl<'a> Emitter<'a> {
     fn generic_value(&mut self) -> String {
         if !self.generic_done {
             self.generic_done = true;
-            for n in ["json_value", "json_object", "json_array"] {
-                self.used.insert(n.to_owned());
-            }
             let string = self.generic_string();
             let number = self.number(NUMBER, "json_number");
-            self.used.insert("json_member".to_owned());
             let (s, n) = (Sym::Text(string), Sym::Text(number));
-            let member = || t("json_member");
-            let value = || t("json_value");
+            self.add_rule("json_object", listing('{', "json_member"));
             self.add_rule(
-                "json_object",
-                vec![
-                    vec![t("'{}'")],
-                    vec![
-                        t("'{'"),
-                        member(),
-                        Sym::Star(vec![t("', '"), member()]),
-                        t("'}'"),
-                    ],
-                ],
+                "json_member",
+                vec![vec![s.clone(), t("': '"), t("json_value")]],
             );
-            self.add_rule("json_member", vec![vec![s.clone(), t("': '"), value()]]);
-            self.add_rule(
-                "json_array",
-                vec![
-                    vec![t("'[]'")],
-                    vec![
-                        t("'['"),
-                        value(),
-                        Sym::Star(vec![t("', '"), value()]),
-                        t("']'"),
-                    ],
-                ],
-            );
+            self.add_rule("json_array", listing('[', "json_value"));
             self.add_rule(
                 "json_value",
                 vec![
@@ -405,7 +372,6 @@ impl<'a> Emitter<'a> {
             next_req[i] = if members[i].2 { i } else { next_req[i + 1] };
         }
         let item = self.other_keys_rule(region_items, base);
-        let more = |kv: &str| Sym::Star(vec![t("', '"), Sym::Text(kv.to_owned())]);
         let mut tree = TreeStates {
             n,
             pick_hint: format!("{base}_p"),
@@ -426,7 +392,7 @@ impl<'a> Emitter<'a> {
         if next_req[0] == n {
             out.push(vec![t("'{}'")]);
             if let Some(kv) = &item {
-                out.push(vec![t("'{'"), Sym::Text(kv.clone()), more(kv), t("'}'")]);
+                out.push(vec![t("'{'"), Sym::Text(kv.clone()), more_of(kv), t("'}'")]);
             }
         }
         for (a, b) in choices(0) {
@@ -460,7 +426,7 @@ impl<'a> Emitter<'a> {
                 if next_req[i] == n {
                     alts.push(vec![t("''")]);
                     if let Some(kv) = &item {
-                        alts.push(vec![t("', '"), Sym::Text(kv.clone()), more(kv)]);
+                        alts.push(vec![t("', '"), Sym::Text(kv.clone()), more_of(kv)]);
                     }
                 }
                 (tree.after[&i].clone(), alts)
@@ -480,7 +446,6 @@ impl<'a> Emitter<'a> {
     ) -> String {
         let n = members.len();
         let item = self.other_keys_rule(region_items, base);
-        let more = |kv: &str| Sym::Star(vec![t("', '"), Sym::Text(kv.to_owned())]);
         let mut states = ChainStates {
             n,
             hint: format!("{base}_m"),
@@ -507,9 +472,9 @@ impl<'a> Emitter<'a> {
                 alts
             } else if let Some(kv) = &item {
                 if first {
-                    vec![vec![Sym::Text(kv.clone()), more(kv)]]
+                    vec![vec![Sym::Text(kv.clone()), more_of(kv)]]
                 } else {
-                    vec![vec![more(kv)]]
+                    vec![vec![more_of(kv)]]
                 }
             } else if first {
                 vec![]
@@ -528,59 +493,51 @@ impl<'a> Emitter<'a> {
     /// from `start`; `None` when `start` itself has no derivation.
     fn prune(&mut self) -> Option<()> {
         let productive = self.productive();
-        if !productive.contains("start") {
+        let start = self.index["start"];
+        if !productive[start] {
             return None;
         }
-        let dead: FxHashSet<&str> = self
-            .rules
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .filter(|n| !productive.contains(*n))
-            .collect();
-        let is_dead = |deps: &[String]| deps.iter().any(|d| dead.contains(d.as_str()));
-        let mut reach: FxHashSet<String> = FxHashSet::default();
-        reach.insert("start".to_owned());
-        let mut stack = vec!["start".to_owned()];
-        while let Some(name) = stack.pop() {
-            let rule = &self.rules[self.index[&name]].1;
-            for deps in &rule.refs {
-                if is_dead(deps) {
-                    continue;
-                }
+        // (a name that is no rule, e.g. `json_string_except!()`, is a terminal: alive)
+        let alive = |deps: &[String]| {
+            deps.iter()
+                .all(|d| self.index.get(d).is_none_or(|&j| productive[j]))
+        };
+        let mut reach = vec![false; self.rules.len()];
+        reach[start] = true;
+        let mut stack = vec![start];
+        while let Some(i) = stack.pop() {
+            for deps in self.rules[i].1.refs.iter().filter(|deps| alive(deps)) {
                 for d in deps {
-                    if !reach.contains(d) && self.index.contains_key(d) {
-                        reach.insert(d.clone());
-                        stack.push(d.clone());
+                    if let Some(&j) = self.index.get(d) {
+                        if !reach[j] {
+                            reach[j] = true;
+                            stack.push(j);
+                        }
                     }
                 }
             }
         }
-        let dead: FxHashSet<String> = dead.into_iter().map(str::to_owned).collect();
-        let mut kept = Vec::with_capacity(reach.len());
-        for (name, mut rule) in std::mem::take(&mut self.rules) {
-            if !reach.contains(&name) {
+        let mut kept = Vec::with_capacity(self.rules.len());
+        for (i, (name, mut rule)) in std::mem::take(&mut self.rules).into_iter().enumerate() {
+            if !reach[i] {
                 continue;
             }
-            if !dead.is_empty() {
-                let keep: Vec<bool> = rule
-                    .refs
-                    .iter()
-                    .map(|deps| !deps.iter().any(|d| dead.contains(d)))
-                    .collect();
-                let mut k = keep.iter();
-                rule.texts.retain(|_| *k.next().unwrap());
-                let mut k = keep.iter();
-                rule.refs.retain(|_| *k.next().unwrap());
-            }
+            let keep: Vec<bool> = rule.refs.iter().map(|deps| alive(deps)).collect();
+            let mut k = keep.iter();
+            rule.texts.retain(|_| *k.next().unwrap_or(&false));
+            rule.refs.retain(|deps| alive(deps));
             kept.push((name, rule));
         }
         self.rules = kept;
+        self.index = (self.rules.iter().enumerate())
+            .map(|(i, (name, _))| (name.clone(), i))
+            .collect();
         Some(())
     }
 
-    /// The rules that derive some text: the least fixed point, by a worklist over the
+    /// Per rule: whether it derives some text. The least fixed point, by a worklist over the
     /// alternatives still waiting for rules (references make rules use themselves).
-    fn productive(&self) -> FxHashSet<String> {
+    fn productive(&self) -> Vec<bool> {
         let n = self.rules.len();
         let mut productive = vec![false; n];
         let mut queue = Vec::new();
@@ -616,39 +573,27 @@ impl<'a> Emitter<'a> {
                 }
             }
         }
-        (0..n)
-            .filter(|&i| productive[i])
-            .map(|i| self.rules[i].0.clone())
-            .collect()
+        productive
     }
 
+    /// The rules, `start` first, then the others in insertion order (rules left without
+    /// alternatives are not printed).
     fn render(&self) -> String {
         let mut out = String::new();
-        let start = &self.rules[self.index_of("start")].1;
-        if !start.texts.is_empty() {
-            out.push_str("start ::= ");
-            out.push_str(&start.texts.join(" | "));
-            out.push_str(";\n");
-        }
-        for (name, rule) in &self.rules {
-            if name != "start" && !rule.texts.is_empty() {
-                out.push_str(name);
-                out.push_str(" ::= ");
-                out.push_str(&rule.texts.join(" | "));
-                out.push_str(";\n");
+        let start = self.index["start"];
+        for (i, (name, rule)) in self.rules.iter().enumerate() {
+            if i != start && !rule.texts.is_empty() {
+                out.push_str(&format!("{name} ::= {};\n", rule.texts.join(" | ")));
             }
+        }
+        let start = &self.rules[start].1;
+        if !start.texts.is_empty() {
+            out.insert_str(0, &format!("start ::= {};\n", start.texts.join(" | ")));
         }
         if out.is_empty() {
             out.push('\n');
         }
         out
-    }
-
-    fn index_of(&self, name: &str) -> usize {
-        self.rules
-            .iter()
-            .position(|(n, _)| n == name)
-            .expect("start is reachable")
     }
 }
 
@@ -664,6 +609,26 @@ fn render_alt(alt: &[Sym]) -> String {
         })
         .collect();
     parts.join(" ")
+}
+
+/// An empty `{}`/`[]`, or the bracket, `item`, any more `, item`, the closing bracket (the
+/// compact layout's object members and array items).
+fn listing(open: char, item: &str) -> Vec<Vec<Sym>> {
+    let close = if open == '{' { '}' } else { ']' };
+    vec![
+        vec![Sym::Text(format!("'{open}{close}'"))],
+        vec![
+            Sym::Text(format!("'{open}'")),
+            t(item),
+            more_of(item),
+            Sym::Text(format!("'{close}'")),
+        ],
+    ]
+}
+
+/// `(', ' kv)*`: any more of an object's other keys.
+fn more_of(kv: &str) -> Sym {
+    Sym::Star(vec![t("', '"), t(kv)])
 }
 
 /// The names an alternative uses (every symbol that is not a literal or a terminal).

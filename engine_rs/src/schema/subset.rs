@@ -203,9 +203,13 @@ impl Nodes {
         }
         let root = b.reference("");
         let mut target: FxHashMap<NodeId, NodeId> = FxHashMap::default();
-        while let Some((id, pointer)) = b.queue.pop() {
-            let schema_at = lookup(schema, &pointer)?;
-            target.insert(id, b.node(schema_at, 0, pointer.is_empty())?);
+        while let Some(id) = b.queue.pop() {
+            let Node::Ref(pointer) = &b.nodes[id as usize] else {
+                unreachable!("only references are queued");
+            };
+            let at_root = pointer.is_empty();
+            let schema_at = lookup(schema, pointer)?;
+            target.insert(id, b.node(schema_at, 0, at_root)?);
         }
         // A reference to a schema that is only a reference (or an `anyOf` of one) resolves to
         // what that one resolves to, as in the Python translator; a cycle of those declines.
@@ -242,8 +246,8 @@ struct Builder {
     nodes: Vec<Node>,
     index: FxHashMap<Node, NodeId>,
     seen: usize,
-    /// Reference nodes not parsed yet, with their pointers.
-    queue: Vec<(NodeId, String)>,
+    /// Reference nodes whose targets are not parsed yet.
+    queue: Vec<NodeId>,
     has_ref: bool,
     nested_id: bool,
 }
@@ -266,7 +270,7 @@ impl Builder {
             return id;
         }
         let id = self.intern(node);
-        self.queue.push((id, pointer.to_owned()));
+        self.queue.push(id);
         id
     }
 

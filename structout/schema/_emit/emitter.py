@@ -75,7 +75,6 @@ class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
             self.add_rule("start", [["ws", sym, "ws"]])
         else:
             self.add_rule("start", [[sym]])
-        self.used_names.add("start")
 
     def value(self, node: Node, depth: int) -> Sym | None:
         if not self.layout.depth_dependent:
@@ -157,7 +156,6 @@ class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
 
     def _bool_rule(self) -> Sym:
         if "boolean" not in self.rules:
-            self.used_names.add("boolean")
             self.add_rule("boolean", [["'true'"], ["'false'"]])
         return "boolean"
 

@@ -28,13 +28,10 @@ class GenericRules(StringRules):
         if name in self.generic_done:
             return name
         self.generic_done.add(name)
-        for n in (name, f"json_object{sfx}", f"json_array{sfx}"):
-            self.used_names.add(n)
+        # (the json_* names are the emitter's fixed names, taken before any other)
         string = self.generic_string()
         number = self.number_terminal(nm.GENERIC_NUMBER, "json_number")
         child = self.generic_value(depth + 1)
-        if child is not None:
-            self.used_names.add(f"json_member{sfx}")
         lay = self.layout
         if not lay.depth_dependent and string in _USUAL_STRINGS and number in _USUAL_NUMBERS:
             key = (lay.mode, string, number)
