@@ -323,11 +323,12 @@ class _Emitter:
             parts.append(self._emit(element, after, f"{path}/{i}"))
         return "(" + " ".join(parts) + ")"
 
-    def _tag(self, tag: Tag, path: str) -> str:
+    def _tag(self, tag: Tag, path: str, skip: int = 0) -> str:
+        """The tag's rule; ``skip``: bytes of its begin already written (a trigger)."""
         ends = _ends(tag, path)
         content = self._emit(tag.content, ends, path + "/content")
         end = "(" + " | ".join(literal(e) for e in ends) + ")"
-        return self._rule(f"{literal(tag.begin)} {content} {end}")
+        return self._rule(f"{literal(tag.begin[skip:])} {content} {end}")
 
     def _triggered(self, fmt: TriggeredTags, follow: tuple[str, ...], path: str) -> str:
         triggers = _nonempty(fmt.triggers, path + "/triggers", "trigger")
@@ -343,12 +344,30 @@ class _Emitter:
                     f"{path}/tags/{i}/begin",
                 )
         text = self._free_text(triggers + fmt.excludes + follow, None, path)
-        tags = self._tag_choice(fmt.tags, path)
-        if fmt.stop_after_first:
-            return f"({text} {tags})" if fmt.at_least_one else f"({text} {tags}?)"
-        if fmt.at_least_one:
-            return f"({text} ({tags} {text})+)"
-        return f"({text} ({tags} {text})*)"
+        islands = []
+        for trigger in triggers:
+            rests = [
+                self._tag(tag, f"{path}/tags/{i}", len(trigger))
+                for i, tag in enumerate(fmt.tags)
+                if tag.begin.startswith(trigger)
+            ]
+            if rests:
+                islands.append((trigger, self._rule(" | ".join(rests))))
+        return self._text_with_islands(text, islands, not fmt.stop_after_first, fmt.at_least_one)
+
+    def _text_with_islands(
+        self, text: str, islands: list[tuple[str, str]], loop: bool, at_least_one: bool
+    ) -> str:
+        """Free text with islands: each island is a trigger and the rule of what follows it.
+
+        A run of text and the trigger after it form one alternative (``text 'T' rest``), so
+        the text and the trigger merge into one terminal that can only end after the trigger:
+        a mask inside the text then never has to start every island at every byte (which made
+        masks grow with the number of tags). Only the last run of text ends anywhere."""
+        run = self._rule(" | ".join(f"{text} {literal(t)} {rest}" for t, rest in islands))
+        if not loop:
+            return run if at_least_one else f"({run} | {text})"
+        return f"({run}+ {text})" if at_least_one else f"({run}* {text})"
 
     def _separated(self, fmt: TagsWithSeparator, path: str) -> str:
         if not fmt.tags:
@@ -385,15 +404,10 @@ class _Emitter:
         patterns = _nonempty(tuple(p for p, _ in fmt.rules), path + "/rules", "pattern")
         _check_triggers(patterns, path + "/rules")
         text = self._free_text(patterns + fmt.excludes + follow, None, path)
-        islands = self._rule(
-            " | ".join(
-                f"{literal(p)} {self._emit(f, (), f'{path}/rules/{i}/1')}"
-                for i, (p, f) in enumerate(fmt.rules)
-            )
-        )
-        if fmt.loop:
-            return f"({text} ({islands} {text})*)"
-        return f"({text} {islands}?)"
+        islands = [
+            (p, self._emit(f, (), f"{path}/rules/{i}/1")) for i, (p, f) in enumerate(fmt.rules)
+        ]
+        return self._text_with_islands(text, islands, fmt.loop, False)
 
     def _free_text(self, excludes: tuple[str, ...], max_chars: int | None, path: str) -> str:
         stops = tuple(sorted({e for e in excludes if e}))
