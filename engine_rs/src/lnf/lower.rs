@@ -206,6 +206,12 @@ impl<'a> Lowerer<'a> {
             }
         };
         match Dfa::except(&regex, self.opts.dfa_size_limit) {
+            Ok(dfa) if max.is_none() => {
+                // Unbounded: an ordinary regex terminal (no byte count to keep), so it merges
+                // with its neighbours, its masks take the free-text shortcuts and its states
+                // key the mask cache without a position.
+                Sym::Regex(self.bnf.add_regex(format!("except!({regex})"), dfa))
+            }
             Ok(dfa) => {
                 let id = self.bnf.excepts.len() as u32;
                 self.bnf.excepts.push(ExceptTerm { dfa, max });
