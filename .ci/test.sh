@@ -13,11 +13,12 @@ FUZZ_SECONDS="${FUZZ_SECONDS:-20}" bash .ci/fuzz.sh
 # The thread tests under ThreadSanitizer (where a nightly toolchain with rust-src exists).
 bash .ci/tsan.sh
 python3 -m pytest -q
-# structout inside a real vLLM engine: vLLM's CPU build in its own venv (see docs/vllm.md), then the
-# processor's tests with this checkout's structout (engine built in place above).
+# structout as vLLM's structured-output backend: vLLM's CPU build in its own venv (see
+# docs/vllm.md) with this checkout's structout pip-installed into it (so vLLM loads its plugin
+# entry point, as for users; no PYTHONPATH), then the backend's tests with that venv's Python.
 VLLM_VENV="${STRUCTOUT_VLLM_VENV:-/work/venvs/vllm}"
 if bash .ci/install_vllm.sh "$VLLM_VENV"; then
-    PYTHONPATH="$PWD" "$VLLM_VENV/bin/python" -m pytest -q tests/test_vllm.py
+    "$VLLM_VENV/bin/python" -m pytest -q tests/test_vllm.py
 else
     echo "vllm: vLLM cannot be installed on this machine; tests/test_vllm.py not run" >&2
 fi

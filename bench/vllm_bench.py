@@ -1,4 +1,4 @@
-"""structout's vLLM logits processor against vLLM's own structured-output backends.
+"""structout's vLLM backend against vLLM's own structured-output backends.
 
     VENV/bin/python bench/vllm_bench.py                       # 2 interleaved rounds, a table
     VENV/bin/python bench/vllm_bench.py --rounds 3 --json out.json
@@ -9,9 +9,9 @@ configuration:
 
 * ``unconstrained``: no schema, EOS ignored, each request exactly as many tokens as structout's
   output for it had (same batch occupancy, so the per-token cost is what differs);
-* ``structout``: ``StructoutLogitsProcessor`` with the schemas in ``extra_args``;
-* ``xgrammar`` / ``guidance``: ``SamplingParams(structured_outputs=...)`` on vLLM's built-in
-  backends (the engine's backend is switched between their runs; vLLM allows one at a time).
+* ``structout`` / ``xgrammar`` / ``guidance``: ``SamplingParams(structured_outputs=...)`` on
+  structout's backend and vLLM's built-in ones (the engine's backend is switched between their
+  runs; vLLM allows one at a time).
 
 Every round gives each constrained configuration schemas no backend has seen (the string bounds
 carry the round and configuration), and structout's disk cache is a fresh directory, so *time to
@@ -19,8 +19,8 @@ first token* includes compiling. Metrics: *output tokens/s* = all output tokens 
 submitting the 8 requests to the last token, and the same per CPU-second of this process (the
 engine core runs in it: forward passes, scheduler, masks, all threads), which other programs' load
 on the machine disturbs far less than wall time; *TTFT* = mean time from submission to a request's
-first token; *constraint ms/token* = time inside the constraint code per output token (structout's
-``apply``; vLLM's ``grammar_bitmask``, ``accept_tokens`` and mask application), which bounds what
+first token; *constraint ms/token* = time inside the constraint code per output token (vLLM's
+``grammar_bitmask``, ``accept_tokens`` and mask application, for every backend), which bounds what
 constraining costs independently of the machine's load. Every constrained output is checked with ``jsonschema``. Configurations are interleaved per
 round so machine load affects all alike; the median round is reported.
 """
@@ -123,7 +123,7 @@ def schemas(variant: int) -> dict[str, dict[str, Any]]:
 
 
 def _switch_backend(llm: Any, backend: str) -> None:
-    """Point the engine at another built-in structured-output backend (vLLM keeps one per engine:
+    """Point the engine at another structured-output backend (vLLM keeps one per engine:
     the next structured request creates the named one)."""
     llm.llm_engine.vllm_config.structured_outputs_config.backend = backend
     manager = llm.llm_engine.engine_core.engine_core.structured_output_manager
@@ -133,7 +133,7 @@ def _switch_backend(llm: Any, backend: str) -> None:
 
 
 #: Seconds spent in constraint code per step (masks, token acceptance, applying masks; not
-#: compiling): structout's processor and vLLM's structured-output manager and mask application.
+#: compiling): vLLM's structured-output manager and mask application.
 _constraint_s = [0.0]
 
 
@@ -153,9 +153,6 @@ def _instrument() -> None:
     import vllm.v1.worker.gpu_model_runner as runner
     from vllm.v1.structured_output import StructuredOutputManager
 
-    from structout.integrations.vllm import StructoutLogitsProcessor
-
-    StructoutLogitsProcessor.apply = _timed(StructoutLogitsProcessor.apply)
     StructuredOutputManager.grammar_bitmask = _timed(StructuredOutputManager.grammar_bitmask)
     StructuredOutputManager.accept_tokens = _timed(StructuredOutputManager.accept_tokens)
     runner.apply_grammar_bitmask = _timed(runner.apply_grammar_bitmask)
@@ -214,9 +211,10 @@ def main() -> None:
     from vllm.sampling_params import StructuredOutputsParams
 
     import structout
-    from structout.integrations.vllm import StructoutLogitsProcessor, extra_args
+    from structout.integrations.vllm import register
     from structout.model import _COMPLETE_MARKER, converted_checkpoint_dir, default_gguf_path
 
+    register()  # LLM(structured_outputs_config=...) is validated before vLLM loads plugins
     _instrument()
     model_dir = converted_checkpoint_dir(default_gguf_path())
     if not (model_dir / _COMPLETE_MARKER).is_file():
@@ -231,8 +229,7 @@ def main() -> None:
         enforce_eager=True,
         max_num_seqs=len(PROMPTS),
         seed=0,
-        logits_processors=[StructoutLogitsProcessor],
-        structured_outputs_config={"backend": "xgrammar"},
+        structured_outputs_config={"backend": "structout"},
     )
     startup = time.perf_counter() - t
     tok = llm.get_tokenizer()
@@ -251,12 +248,6 @@ def main() -> None:
             if config == "unconstrained":
                 assert lengths is not None
                 out.append(SamplingParams(temperature=0, max_tokens=lengths[i], ignore_eos=True))
-            elif config == "structout":
-                out.append(
-                    SamplingParams(
-                        temperature=0, max_tokens=args.max_tokens, extra_args=extra_args(sch[kind])
-                    )
-                )
             else:
                 out.append(
                     SamplingParams(
@@ -269,8 +260,7 @@ def main() -> None:
 
     # Warm-up (not measured): the forward pass, each backend once, on a schema of its own.
     for backend in ("xgrammar", "guidance", "structout"):
-        if backend != "structout":
-            _switch_backend(llm, backend)
+        _switch_backend(llm, backend)
         warm = params_for(backend, 900, None)[:2]
         for p in warm:
             p.max_tokens = 8
@@ -282,7 +272,7 @@ def main() -> None:
         lengths = None
         for c, config in enumerate(("structout", "unconstrained", "xgrammar", "guidance")):
             variant = 1 + r * len(CONFIGS) + c
-            if config in ("xgrammar", "guidance"):
+            if config != "unconstrained":
                 _switch_backend(llm, config)
             res = _run_batch(llm, prompts, params_for(config, variant, lengths))
             if config == "structout":

