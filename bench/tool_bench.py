@@ -56,15 +56,66 @@ BEGIN = '<tool_call>\n{{"name": "{name}", "arguments": '
 END = "}\n</tool_call>"
 TRIGGER = "<tool_call>"
 
-_VERBS = "get find list create update delete search compute convert book cancel check send".split()
-_NOUNS = (
-    "weather flight hotel order invoice user account stock recipe route movie song ticket "
-    "meeting reminder file repo issue payment rate"
-).split()
-_FIELDS = (
-    "city country date query limit unit currency amount name email id category sort page "
-    "language format start end priority tags verbose"
-).split()
+_VERBS = [
+    "get",
+    "find",
+    "list",
+    "create",
+    "update",
+    "delete",
+    "search",
+    "compute",
+    "convert",
+    "book",
+    "cancel",
+    "check",
+    "send",
+]
+_NOUNS = [
+    "weather",
+    "flight",
+    "hotel",
+    "order",
+    "invoice",
+    "user",
+    "account",
+    "stock",
+    "recipe",
+    "route",
+    "movie",
+    "song",
+    "ticket",
+    "meeting",
+    "reminder",
+    "file",
+    "repo",
+    "issue",
+    "payment",
+    "rate",
+]
+_FIELDS = [
+    "city",
+    "country",
+    "date",
+    "query",
+    "limit",
+    "unit",
+    "currency",
+    "amount",
+    "name",
+    "email",
+    "id",
+    "category",
+    "sort",
+    "page",
+    "language",
+    "format",
+    "start",
+    "end",
+    "priority",
+    "tags",
+    "verbose",
+]
 
 
 # ----------------------------------------------------------------------------------- workload
@@ -83,7 +134,9 @@ def make_tools(n: int, rng: random.Random) -> list[dict[str, Any]]:
         params = {"type": "object", "properties": props, "required": required}
         if rng.random() < 0.5:
             params["additionalProperties"] = False
-        tools.append({"name": name, "description": f"{name.replace('_', ' ')}.", "parameters": params})
+        tools.append(
+            {"name": name, "description": f"{name.replace('_', ' ')}.", "parameters": params}
+        )
     return tools
 
 
@@ -92,7 +145,12 @@ def _param(rng: random.Random, depth: int) -> dict[str, Any]:
     if kind == 0:
         return {"type": "string", "description": "free text"}
     if kind == 1:
-        return {"type": "string", "enum": rng.sample(["a", "b", "low", "high", "celsius", "fahrenheit", "asc", "desc"], 3)}
+        return {
+            "type": "string",
+            "enum": rng.sample(
+                ["a", "b", "low", "high", "celsius", "fahrenheit", "asc", "desc"], 3
+            ),
+        }
     if kind == 2:
         return {"type": "integer", "minimum": 0, "maximum": rng.choice([10, 100, 1000])}
     if kind == 3:
@@ -210,7 +268,9 @@ class XGrammar(Engine):
         self.bitmask = xgr.allocate_token_bitmask(1, vocab_size)
 
     def compile(self, tag: dict[str, Any], tools: list[dict[str, Any]]) -> None:
-        self.matcher = self.xgr.GrammarMatcher(self.compiler.compile_structural_tag(json.dumps(tag)))
+        self.matcher = self.xgr.GrammarMatcher(
+            self.compiler.compile_structural_tag(json.dumps(tag))
+        )
 
     def walk(self, tokens: list[int]) -> list[float]:
         m, out = self.matcher, []
@@ -232,7 +292,11 @@ class LLGuidance(Engine):
         self.llg = llguidance
         self.lltok = llguidance.LLTokenizer(tok.to_str(), n_vocab=vocab_size, eos_token=eos)
         self.row = np.zeros((1, (vocab_size + 31) // 32), dtype=np.int32)
-        self.defaults = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+        self.defaults = {
+            "whitespace_flexible": False,
+            "item_separator": ", ",
+            "key_separator": ": ",
+        }
 
     def compile(self, tag: dict[str, Any], tools: list[dict[str, Any]]) -> None:
         llg = self.llg
@@ -240,7 +304,9 @@ class LLGuidance(Engine):
             llg.StructTag(
                 trigger=TRIGGER,
                 begin=BEGIN.format(name=t["name"]),
-                grammar=llg.LLMatcher.grammar_from_json_schema(t["parameters"], defaults=self.defaults),
+                grammar=llg.LLMatcher.grammar_from_json_schema(
+                    t["parameters"], defaults=self.defaults
+                ),
                 end=END,
             )
             for t in tools
@@ -303,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
             tokens = tok.encode(document(tools, rng), add_special_tokens=False).ids
             order = engines[r % len(engines) :] + engines[: r % len(engines)]
             for e in order:
-                ms = _timed(lambda e=e: e.compile(tag, tools))
+                ms = _timed(lambda e=e, tag=tag, tools=tools: e.compile(tag, tools))
                 masks = e.walk(tokens)
                 row = per[e.name]
                 row["compile_ms"].append(ms)
@@ -327,7 +393,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print(n: int, res: dict[str, dict[str, float]]) -> None:
     print(f"\n{n} tools")
-    print(f"  {'engine':<11} {'compile ms':>11} {'+1st doc ms':>12} {'mask mean us':>13} {'p99 us':>9}")
+    print(
+        f"  {'engine':<11} {'compile ms':>11} {'+1st doc ms':>12} {'mask mean us':>13} {'p99 us':>9}"
+    )
     for name, r in res.items():
         print(
             f"  {name:<11} {r['compile_ms_median']:>11.2f} {r['compile_plus_doc_ms_median']:>12.2f}"
