@@ -34,14 +34,17 @@ from structout.masks import (
     fill_next_token_bitmasks,
 )
 from structout.model import Model, Stream
+from structout.reasoning import Reasoned
 from structout.results import GenerationResult, Timings
 from structout.schema import to_kbnf
 from structout.structured import current_model, structured, use_model
 from structout.targets import KBNF, Grammar
+from structout.tools import AssistantTurn, Tool, ToolCall, ToolFormat, tool
 from structout.vocab import Vocabulary
 
 __all__ = [
     "KBNF",
+    "AssistantTurn",
     "CompiledGrammar",
     "GenerationResult",
     "Grammar",
@@ -50,12 +53,16 @@ __all__ = [
     "Limits",
     "Matcher",
     "Model",
+    "Reasoned",
     "RollbackError",
     "SchemaError",
     "SchemaValidationError",
     "Stream",
     "StructoutError",
     "Timings",
+    "Tool",
+    "ToolCall",
+    "ToolFormat",
     "TruncatedOutputError",
     "UnsupportedSchemaError",
     "Vocabulary",
@@ -75,5 +82,6 @@ __all__ = [
     "fill_next_token_bitmasks",
     "structured",
     "to_kbnf",
+    "tool",
     "use_model",
 ]

@@ -61,11 +61,15 @@ class VocabularyError(StructoutError, ValueError):
 
 
 class TruncatedOutputError(StructoutError):
-    """The token budget ran out before the grammar could finish; ``partial`` holds the text."""
+    """The token budget ran out before the grammar could finish; ``partial`` holds the text.
 
-    def __init__(self, message: str, partial: str = "") -> None:
+    ``phase`` is ``"thinking"`` or ``"answering"`` with ``reasoning=True`` (where the budget
+    ran out), else None."""
+
+    def __init__(self, message: str, partial: str = "", phase: str | None = None) -> None:
         super().__init__(message)
         self.partial = partial
+        self.phase = phase
 
 
 class SchemaValidationError(StructoutError):

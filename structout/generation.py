@@ -66,6 +66,7 @@ __all__ = [
     "RowRequest",
     "RunStats",
     "SamplingParams",
+    "SectionBudget",
     "Target",
     "Timings",
     "TokenSpace",
@@ -141,6 +142,19 @@ def _overlap_helps(hf_model: Any) -> bool:
     return torch.get_num_threads() < (os.cpu_count() or 1)
 
 
+@dataclass(frozen=True)
+class SectionBudget:
+    """A token budget for the section the output starts with (a reasoning section), closed by
+    ``end``: once ``max_tokens`` tokens are generated and ``end`` has not appeared, the loop
+    appends ``end`` (re-tokenized, through the matcher) instead of waiting for the model.
+
+    Invariant: the grammar allows ``end`` anywhere in the section and forbids it inside, so its
+    first occurrence closes the section."""
+
+    end: bytes
+    max_tokens: int
+
+
 @dataclass
 class RowRequest:
     """One sequence to generate."""
@@ -149,6 +163,8 @@ class RowRequest:
     #: A compiled grammar (``.matcher()``) or None for unconstrained text.
     grammar: Any
     max_new_tokens: int
+    #: The budget of a leading section (``reasoning_budget``), or None.
+    section: SectionBudget | None = None
 
 
 @dataclass
@@ -161,6 +177,10 @@ class _Row:
     finish_reason: str = ""
     forced: int = 0
     sampled: int = 0
+    #: The budgeted section is still open (its end has not been generated).
+    in_section: bool = True
+    #: The last ``len(end) - 1`` bytes generated while the section is open.
+    section_tail: bytes = b""
 
 
 class _Decoder:
@@ -337,9 +357,10 @@ class _Decoder:
         for row in rows:
             chunk: list[int] = []
             if row.matcher is not None and params.jump_forward:
-                chunk = self._fit_budget(row, self._jump(row, []) or [])
-                row.generated.extend(chunk)
-                row.forced += len(chunk)
+                chunk = self._jump(row, []) or []
+            chunk = self._fit_budget(row, self._close_section(row, chunk))
+            row.generated.extend(chunk)
+            row.forced += len(chunk)
             first.append(list(row.req.prompt_ids) + chunk)
             self._check_done(row)
         self.stats.grammar_ns += time.perf_counter_ns() - t_grammar
@@ -381,7 +402,7 @@ class _Decoder:
                 chunk = [t]
                 if row.matcher is not None and params.jump_forward:
                     chunk = self._jump(row, [t]) or chunk
-                chunk = self._fit_budget(row, chunk)
+                chunk = self._fit_budget(row, self._close_section(row, chunk))
                 row.forced += len(chunk) - 1  # tokens appended without sampling
                 row.generated.extend(chunk)
                 row.feed = chunk
@@ -404,6 +425,48 @@ class _Decoder:
                     prefilled.exception()  # wait for the worker; the forward's error wins
                 raise
         return self._finish(t_start, t_prefill, session)
+
+    def _close_section(self, row: _Row, chunk: list[int]) -> list[int]:
+        """``chunk`` (accepted by the matcher), followed by the section's end marker when this
+        chunk uses up the section's budget and does not close it."""
+        section = row.req.section
+        if section is None or not row.in_section:
+            return chunk
+        window = row.section_tail + self.tokens.bytes_of(chunk)
+        if section.end in window:
+            row.in_section = False
+            return chunk
+        keep = len(section.end) - 1
+        row.section_tail = window[len(window) - keep :] if keep else b""
+        if len(row.generated) + len(chunk) < section.max_tokens:
+            return chunk
+        end = self._force(row, section.end)
+        if end is None:  # e.g. the last token ended inside a UTF-8 character: retry next step
+            return chunk
+        row.in_section = False
+        after = (
+            self._jump(row, []) if row.matcher is not None and self.params.jump_forward else None
+        )
+        return chunk + end + (after or [])
+
+    def _force(self, row: _Row, data: bytes) -> list[int] | None:
+        """Tokens spelling ``data`` (the tokenizer's own), accepted by the row's matcher; None
+        (nothing accepted) when they do not fit here."""
+        try:
+            toks = [int(t) for t in self.tokens.encode(data.decode("utf-8"))]
+        except Exception:  # noqa: BLE001 - a tokenizer failure: let the model go on
+            return None
+        if self.tokens.bytes_of(toks) != data:
+            return None
+        m = row.matcher
+        if m is None:
+            return toks
+        for k, t in enumerate(toks):
+            if not m.accept_token(t):
+                if k:
+                    m.rollback(k)
+                return None
+        return toks
 
     def _fit_budget(self, row: _Row, chunk: list[int]) -> list[int]:
         room = row.req.max_new_tokens - len(row.generated)

@@ -32,13 +32,18 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, overloa
 from structout import generation as _gen
 from structout.cache import CompileCache, default_cache_dir, get_default_cache
 from structout.compiling import compile_target as _compile_target
+from structout.compiling import schema_kbnf
+from structout.errors import TruncatedOutputError
 from structout.generation import RowRequest, decode
 from structout.limits import Limits
+from structout.reasoning import Reasoned
 from structout.results import GenerationResult, IncrementalText, finalize
 from structout.sampling import DEFAULT_MAX_NEW_TOKENS, SamplingParams
-from structout.schema import to_kbnf
+from structout.schema import json_schema_of, to_kbnf
 from structout.targets import KBNF, Target, resolve_schema
 from structout.tokens import TokenSpace
+from structout.tools import AssistantTurn, ToolFormat, ToolSpec
+from structout.turns import Turn
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import TypedDict, Unpack
@@ -60,6 +65,14 @@ if TYPE_CHECKING:  # pragma: no cover
         """Keyword options of :meth:`Model.generate` but ``return_result``."""
 
         ignore_eos: bool
+
+    class TurnOptions(GenerateOptions, total=False):
+        """Keyword options of :meth:`Model.generate` with ``tools`` or ``reasoning``."""
+
+        tool_choice: str | dict[str, Any]
+        parallel_tool_calls: bool | int
+        tool_format: str | ToolFormat | None
+        reasoning_budget: int | None
 
 
 __all__ = ["CompiledTarget", "Model", "Stream", "default_gguf_path", "hf_token_bytes"]
@@ -264,6 +277,7 @@ class Model:
         target: Target[Any],
         chat_template: bool,
         schema_in_prompt: bool,
+        turn: Turn | None = None,
     ) -> tuple[str, bool]:
         if isinstance(prompt_or_messages, str):
             messages = [{"role": "user", "content": prompt_or_messages}]
@@ -282,9 +296,12 @@ class Model:
             else:
                 messages.append({"role": "user", "content": target.instruction})
         template = getattr(self.tokenizer, "chat_template", None)
+        extra: dict[str, Any] = {}
+        if turn is not None:  # tools: a system message, or the template's ``tools=``
+            messages, extra = turn.prompt(messages, template if chat_template else None)
         if chat_template and template:
             text = self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True
+                messages, tokenize=False, add_generation_prompt=True, **extra
             )
             return str(text), True
         return "\n\n".join(m["content"] for m in messages) + "\n", False
@@ -297,6 +314,9 @@ class Model:
         schema_in_prompt: bool,
     ) -> list[int]:
         text, templated = self._render(prompt_or_messages, target, chat_template, schema_in_prompt)
+        return self._encode_prompt(text, templated)
+
+    def _encode_prompt(self, text: str, templated: bool) -> list[int]:
         ids = self.tokenizer(text, add_special_tokens=not templated)["input_ids"]
         return [int(i) for i in ids]
 
@@ -311,6 +331,68 @@ class Model:
         return CompiledTarget(target, grammar, kbnf, (time.perf_counter() - t0) * 1e3)
 
     # -------------------------------------------------------------------------- generating
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: None = ...,
+        *,
+        tools: Sequence[ToolSpec],
+        reasoning: bool = ...,
+        return_result: Literal[False] = ...,
+        **options: Unpack[TurnOptions],
+    ) -> AssistantTurn: ...
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: None = ...,
+        *,
+        tools: Sequence[ToolSpec],
+        reasoning: bool = ...,
+        return_result: Literal[True],
+        **options: Unpack[TurnOptions],
+    ) -> GenerationResult[AssistantTurn]: ...
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: type[T],
+        *,
+        reasoning: Literal[True],
+        return_result: Literal[False] = ...,
+        **options: Unpack[TurnOptions],
+    ) -> Reasoned[T]: ...
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: type[T],
+        *,
+        reasoning: Literal[True],
+        return_result: Literal[True],
+        **options: Unpack[TurnOptions],
+    ) -> GenerationResult[Reasoned[T]]: ...
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: KBNF | None = ...,
+        *,
+        reasoning: Literal[True],
+        return_result: Literal[False] = ...,
+        **options: Unpack[TurnOptions],
+    ) -> Reasoned[str]: ...
+    @overload
+    def generate(
+        self,
+        prompt_or_messages: Prompt,
+        schema: KBNF | None,
+        *,
+        reasoning: Literal[True],
+        return_result: Literal[True],
+        **options: Unpack[TurnOptions],
+    ) -> GenerationResult[Reasoned[str]]: ...
     @overload
     def generate(
         self,
@@ -354,7 +436,9 @@ class Model:
         schema: Any,
         *,
         return_result: bool = ...,
-        **options: Unpack[GenerateOptions],
+        tools: Sequence[ToolSpec] | None = ...,
+        reasoning: bool = ...,
+        **options: Unpack[TurnOptions],
     ) -> Any: ...
     def generate(
         self,
@@ -370,6 +454,12 @@ class Model:
         chat_template: bool = True,
         schema_in_prompt: bool = True,
         ignore_eos: bool = False,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | dict[str, Any] = "auto",
+        parallel_tool_calls: bool | int = True,
+        tool_format: str | ToolFormat | None = None,
+        reasoning: bool = False,
+        reasoning_budget: int | None = None,
     ) -> Any:
         """Generate one value of ``schema`` (a type, a JSON Schema dict or a Grammar).
 
@@ -377,7 +467,32 @@ class Model:
         generates free text. Raises ``TruncatedOutputError`` when ``max_new_tokens`` runs out
         before the output is complete and ``SchemaValidationError`` when a validator rejects it.
         ``temperature=0`` (the default) decodes greedily; ``seed`` makes sampling reproducible.
+
+        ``tools=`` (functions, Pydantic model classes, JSON Schema tool dicts; see
+        :mod:`structout.tools`) returns an :class:`~structout.tools.AssistantTurn` under
+        ``tool_choice`` ("auto", "required", "none" or a tool's name), in the wire format of the
+        chat template (``tool_format`` overrides); ``parallel_tool_calls``: any number of calls
+        (True), one (False) or at most ``n``. ``reasoning=True`` lets the model think
+        between its markers first (at most ``reasoning_budget`` tokens) and returns a
+        :class:`~structout.reasoning.Reasoned` value (with tools: the turn's ``reasoning``).
         """
+        if tools is not None or reasoning:
+            turn = Turn.make(
+                self.tokenizer,
+                schema,
+                tools=tools,
+                tool_choice=tool_choice,
+                parallel_tool_calls=parallel_tool_calls,
+                tool_format=tool_format,
+                reasoning=reasoning,
+                reasoning_budget=reasoning_budget,
+            )
+            params = SamplingParams(max_new_tokens, temperature, top_p, seed, jump_forward, False)
+            return self._generate_turn(
+                prompt_or_messages, turn, params, return_result, chat_template, schema_in_prompt
+            )
+        if reasoning_budget is not None:
+            raise ValueError("reasoning_budget needs reasoning=True")
         return self.generate_batch(
             [prompt_or_messages],
             schema,
@@ -550,6 +665,44 @@ class Model:
             self._pad_id(),
         )
         return Stream(gen, compiled, len(ids))
+
+    def _generate_turn(
+        self,
+        prompt_or_messages: Prompt,
+        turn: Turn,
+        params: SamplingParams,
+        return_result: bool,
+        chat_template: bool,
+        schema_in_prompt: bool,
+    ) -> Any:
+        """``generate`` with tools and/or reasoning: one structural-tag grammar, the same loop."""
+        t0 = time.perf_counter()
+        text, templated = self._render(
+            prompt_or_messages, turn.answer, chat_template, schema_in_prompt, turn
+        )
+        plan = turn.plan(text, self._tag_schema_translator())
+        target: Target[Any] = Target("grammar", None, plan.kbnf, plan.parse, None)
+        _, grammar = compile_target(self.cache, target, self.vocab, self.limits)
+        compile_ms = (time.perf_counter() - t0) * 1e3
+        ids = self._encode_prompt(text, templated)
+        request = RowRequest(ids, grammar, params.max_new_tokens, plan.section)
+        gen = decode(self.hf_model, self._token_space(True), [request], params, self._pad_id())
+        outcomes, stats = _drain(gen)
+        try:
+            return finalize(outcomes[0], target, stats, compile_ms, len(ids), return_result)
+        except TruncatedOutputError as exc:
+            raise turn.truncated(exc) from None
+
+    def _tag_schema_translator(self) -> Any:
+        """Schema (or type) → KBNF for structural tags, under this model's limits and cache."""
+        options = self.limits.translator_options()
+
+        def translate(schema: Any) -> str:
+            return schema_kbnf(
+                json_schema_of(schema)[0], options, self.cache, translate=_translate_schema
+            )
+
+        return translate
 
     def _pad_id(self) -> int:
         for cand in (

@@ -63,3 +63,16 @@ def test_quickstart_examples() -> None:
 
     _run(_section_code(page, "## `@structured` functions"), ns)
     assert ns["classify"]("The app crashes when I press save") in ("bug", "feature", "question")
+
+
+def test_quickstart_tools_and_reasoning() -> None:
+    import structout
+
+    page = REPO / "docs" / "quickstart.md"
+    ns: dict[str, Any] = {}
+    _run(_section_code(page, "## Three lines"), ns)
+    _run(_section_code(page, "## Tools"), ns)
+    assert isinstance(ns["turn"], structout.AssistantTurn)
+    assert ns["call"].name == "get_weather" and ns["call"].invoke().startswith("sunny in")
+    _run(_section_code(page, "## Reasoning"), ns)
+    assert isinstance(ns["res"], structout.Reasoned) and isinstance(ns["res"].value, ns["City"])

@@ -36,6 +36,9 @@ import structout
 class City(BaseModel):
     name: str
 
+def get_weather(city: str, unit: Literal["c", "f"]) -> str:
+    return city
+
 def check(model: structout.Model, vocab: structout.Vocabulary) -> None:
     reveal_type(model.generate("Name a city.", schema=City))
     reveal_type(model.generate("Name a city.", City, return_result=True))
@@ -44,6 +47,11 @@ def check(model: structout.Model, vocab: structout.Vocabulary) -> None:
     reveal_type(model.generate_batch(["a", "b"], City))
     reveal_type(model.stream("Name a city.", schema=City))
     reveal_type(structout.compile_type(City, vocab))
+    reveal_type(model.generate("Weather?", tools=[get_weather, City], tool_choice="required"))
+    reveal_type(model.generate("Weather?", tools=[get_weather], return_result=True))
+    reveal_type(model.generate("Name a city.", City, reasoning=True, reasoning_budget=64))
+    reveal_type(model.generate("Say hi.", reasoning=True))
+    reveal_type(model.generate("Weather?", tools=[get_weather]).tool_calls[0].arguments)
 
 @structout.structured
 def city(country: str) -> City:
@@ -89,6 +97,11 @@ def test_mypy_sees_the_schema_type(tmp_path: Path) -> None:
         "list[snippet.City]",
         "structout.model.Stream[snippet.City]",
         "structout._engine.CompiledGrammar",
+        "structout.tools.AssistantTurn",
+        "structout.results.GenerationResult[structout.tools.AssistantTurn]",
+        "structout.reasoning.Reasoned[snippet.City]",
+        "structout.reasoning.Reasoned[str]",
+        "Any",
         "snippet.City",
         "typing.Coroutine[Any, Any, snippet.City]",
     ], out + err
