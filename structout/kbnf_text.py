@@ -13,6 +13,8 @@ Invariants:
 
 from __future__ import annotations
 
+import re
+
 from structout.errors import GrammarError
 
 __all__ = ["literal", "prefixed", "regex_terminal"]
@@ -50,56 +52,33 @@ def regex_terminal(pattern: str) -> str:
     return '#"' + "".join(out) + '"'
 
 
+# One lexical item of KBNF, in the order tried: a quoted literal, a regex terminal, a comment,
+# an identifier (with the `!` of a special nonterminal when present), any other character.
+# Unterminated items fall through to the last three alternatives and are caught below.
+_ITEM = re.compile(
+    r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|#"(?:[^"\\]|\\.)*"|\(\*.*?\*\)"""
+    r"|([A-Za-z_][A-Za-z0-9_]*)(!?)|(['\"]|#\"|\(\*)",
+    re.DOTALL,
+)
+
+
 def prefixed(text: str, prefix: str) -> str:
     """``text`` with every rule name ``n`` renamed to ``prefix + n`` (so its start rule
     ``start`` becomes ``prefix + "start"``). ``prefix`` must itself start an identifier.
 
     Raises ``GrammarError`` for an unterminated literal, regex or comment (the engine would
     reject the grammar anyway; renaming past such a point would be unsafe)."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in "'\"":
-            j = _skip_quoted(text, i, ch)
-            out.append(text[i:j])
-            i = j
-        elif ch == "#" and i + 1 < n and text[i + 1] == '"':
-            j = _skip_quoted(text, i + 1, '"')
-            out.append(text[i:j])
-            i = j
-        elif ch == "(" and i + 1 < n and text[i + 1] == "*":
-            j = text.find("*)", i + 2)
-            if j < 0:
-                raise _unterminated(text, i, "comment")
-            out.append(text[i : j + 2])
-            i = j + 2
-        elif ch.isascii() and (ch.isalpha() or ch == "_"):
-            j = i + 1
-            while j < n and text[j].isascii() and (text[j].isalnum() or text[j] == "_"):
-                j += 1
-            name = text[i:j]
-            special = j < n and text[j] == "!"
-            out.append(name if special else prefix + name)
-            i = j
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
 
+    def rename(m: re.Match[str]) -> str:
+        name, bang, broken = m.group(1), m.group(2), m.group(3)
+        if broken is not None:
+            what = "comment" if broken == "(*" else "literal or regex"
+            raise _unterminated(text, m.start(), what)
+        if name is None or bang:
+            return m.group(0)
+        return prefix + name
 
-def _skip_quoted(text: str, open_at: int, quote: str) -> int:
-    """Index just past the quoted item opening at ``open_at`` (escaped pairs skipped)."""
-    i = open_at + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-        elif ch == quote:
-            return i + 1
-        else:
-            i += 1
-    raise _unterminated(text, open_at, "literal or regex")
+    return _ITEM.sub(rename, text)
 
 
 def _unterminated(text: str, at: int, what: str) -> GrammarError:
