@@ -9,20 +9,22 @@
 //!
 //! Invariants:
 //! - bytes are grouped into [`NUM_CLASSES`] fixed classes so that sets fit a `u64`; `C` is a set
-//!   of whole classes ([`Inside::classes`]), and a token qualifies when all its bytes' classes
-//!   are in it, it is a UTF-8 prefix (it may end inside a character) and it has at most
-//!   [`Inside::max_len`] bytes;
+//!   of whole classes ([`Inside::classes`]) less at most [`MAX_EXCEPT`] single bytes
+//!   ([`Inside::except`]: free text up to a stop word of letters, `except!('TOOLCALL')`, keeps
+//!   every letter but one), and a token qualifies when all its bytes are in it, it is a UTF-8
+//!   prefix (it may end inside a character) and it has at most [`Inside::max_len`] bytes;
 //! - the bitmask ([`LoopIndex::inside_mask`]) and the walk's skip test ([`LoopSkip`]) use that
 //!   same definition, so every token of a skipped subtree is in the bitmask;
 //! - the class set is sound by construction ([`inside_classes`] explores every state such text
 //!   reaches); the grouping and the length bound only decide how much is skipped;
 //! - everything here depends only on the vocabulary, except [`Inside`], which is read from the
-//!   DFA when a mask needs it.
+//!   DFA when a mask needs it; the tables of the single bytes given up are built for a
+//!   vocabulary the first time a mask gives that byte up.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use crate::dfa::{utf8, ByteSet, Dfa, DEAD};
 use crate::vocab::Vocabulary;
@@ -102,43 +104,65 @@ pub(super) fn class_bytes() -> &'static [ByteSet; NUM_CLASSES] {
     })
 }
 
+/// The classes of letters and digits: `0-9`, `a-f`, `g-z`, `A-F`, `G-Z`.
+const WORDY: u64 = 0b11111;
+
 /// Weight of classes when choosing what to give up: letters and digits make most tokens.
 fn weight(classes: u64) -> u32 {
-    const WORDY: u64 = 0b11111; // 0-9, a-f, g-z, A-F, G-Z
     (classes & WORDY).count_ones() * 16 + (classes & !WORDY).count_ones()
 }
 
+/// Most single bytes an [`Inside`] gives up inside its classes.
+pub const MAX_EXCEPT: usize = 4;
+
 /// What a DFA state keeps alive: see the module docs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Inside {
     /// Class set (0: nothing).
     pub classes: u64,
     /// Longest qualifying token in bytes, `u32::MAX` for no bound.
     pub max_len: u32,
+    /// Bytes of [`Inside::classes`] that are not inside: the first `except_len`, ascending.
+    pub except: [u8; MAX_EXCEPT],
+    pub except_len: u8,
 }
 
 impl Inside {
     pub const NONE: Inside = Inside {
         classes: 0,
         max_len: 0,
+        except: [0; MAX_EXCEPT],
+        except_len: 0,
     };
+
+    /// The bytes given up inside the classes.
+    pub fn except(&self) -> &[u8] {
+        &self.except[..self.except_len as usize]
+    }
+
+    /// Whether byte `b` is inside.
+    #[inline]
+    pub fn has_byte(&self, b: u8) -> bool {
+        self.classes & (1 << class_of(b)) != 0 && !self.except().contains(&b)
+    }
 }
 
-/// A pair of [`inside_classes`]' search: (DFA state, UTF-8 state, depth, the pair it was first
-/// reached from).
-type Visit = (u32, u8, u32, Option<(u32, u8)>);
+/// A pair of [`inside_classes`]' search: (DFA state, UTF-8 state).
+type Pair = (u32, u8);
 
 /// Reads [`Inside`] off `dfa` at `state` (every state of a [`Dfa`] is co-reachable, so a text
 /// that never meets a dead transition keeps it alive).
 ///
 /// Explores, breadth first, the (DFA state, UTF-8 state) pairs that texts over the class set
-/// reach, starting from every class. A pair that kills some classes of the set costs either
-/// those classes or the classes that lead into it from the pair it was found from (`%` into a
-/// URI's percent escape kills letters; giving up `%` is cheaper), whichever weighs less, and the
-/// exploration starts over — unless it is at least [`MIN_BOUND`] bytes deep: then the length is
-/// bounded below that depth instead
-/// (a `maxLength` counted in the automaton's states). Every pair less deep than the bound has
-/// been checked when this returns. Gives up (nothing) after [`MAX_SEARCH`] pairs in all.
+/// reach, starting from every class. A pair that kills some classes of the set is a text that
+/// kills; it costs the classes of one of its steps, or the classes it kills, whichever weighs
+/// least: `%` into a URI's percent escape kills letters, giving up `%` is cheaper; free text up
+/// to a stop word (`except!('<tool_call>')`) dies at the word's last byte, giving up `>` (or
+/// the `<` it starts with) keeps every other character — and the exploration starts over. At
+/// least [`MIN_BOUND`] bytes deep, when every such choice would give up a class of letters or
+/// digits, the length is bounded below that depth instead (a `maxLength` counted in the
+/// automaton's states). Every pair less deep than the bound has been checked when this
+/// returns. Gives up (nothing) after [`MAX_SEARCH`] pairs in all.
 pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
     // Continuation bytes only ever follow a lead byte: without leads they are not inside.
     let tidy = |f: u64| {
@@ -149,8 +173,24 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
         }
     };
     let mut f = CLASS_BITS & !(1 << class_of(0xFF));
-    let mut seen: FxHashSet<(u32, u8)> = FxHashSet::default();
-    let mut queue: VecDeque<Visit> = VecDeque::new();
+    // Single bytes given up inside `f`.
+    let mut except = ByteSet::EMPTY;
+    let inside = |f: u64, except: &ByteSet, max_len: u32| {
+        let classes = tidy(f);
+        let mut out = Inside {
+            classes,
+            max_len,
+            ..Inside::NONE
+        };
+        for b in except.iter().filter(|&b| classes & 1 << class_of(b) != 0) {
+            out.except[out.except_len as usize] = b;
+            out.except_len += 1;
+        }
+        out
+    };
+    // Each pair reached, with the pair it was first reached from.
+    let mut seen: FxHashMap<Pair, Option<Pair>> = FxHashMap::default();
+    let mut queue: VecDeque<(u32, u8, u32)> = VecDeque::new();
     let bounded = |depth: u32| {
         let mut b = MIN_BOUND;
         while b * 2 <= depth.min(MAX_BOUND) {
@@ -160,62 +200,79 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
     };
     let mut budget = MAX_SEARCH;
     'shrink: while f != 0 {
-        // One byte per (DFA class, UTF-8 kind) among the bytes of `F`, with the classes of
-        // all the bytes it stands for.
-        let mut reps: Vec<(u8, u64)> = Vec::new();
+        // One byte per (DFA class, UTF-8 kind) among the bytes of `F`, with the classes and
+        // the bytes it stands for.
+        let mut reps: Vec<(u8, u64, ByteSet)> = Vec::new();
         let mut slot: FxHashMap<(u8, u8), usize> = FxHashMap::default();
         for b in 0..=255u8 {
             let c = 1u64 << class_of(b);
-            if f & c == 0 {
+            if f & c == 0 || except.contains(b) {
                 continue;
             }
             let i = *slot
                 .entry((dfa.byte_class(b), utf8::class(b)))
                 .or_insert_with(|| {
-                    reps.push((b, 0));
+                    reps.push((b, 0, ByteSet::EMPTY));
                     reps.len() - 1
                 });
             reps[i].1 |= c;
+            reps[i].2.insert(b);
         }
         seen.clear();
         queue.clear();
-        seen.insert((state, utf8::BOUNDARY));
-        queue.push_back((state, utf8::BOUNDARY, 0, None));
-        while let Some((t, u, depth, from)) = queue.pop_front() {
-            let mut killed = 0u64;
-            for &(b, classes) in &reps {
+        seen.insert((state, utf8::BOUNDARY), None);
+        queue.push_back((state, utf8::BOUNDARY, 0));
+        while let Some((t, u, depth)) = queue.pop_front() {
+            let mut killed = (0u64, ByteSet::EMPTY);
+            for &(b, classes, ref bytes) in &reps {
                 if utf8::next(u, b) != utf8::INVALID && dfa.next(t, b) == DEAD {
-                    killed |= classes;
+                    killed.0 |= classes;
+                    killed.1.union_with(bytes);
                 }
             }
-            if killed != 0 {
-                if depth >= MIN_BOUND {
-                    return Inside {
-                        classes: tidy(f),
-                        max_len: bounded(depth),
-                    };
+            if killed.0 != 0 {
+                // Giving up the classes of any step of the text that leads here (all the
+                // classes that make that step: fewer would leave it open), or the killed ones;
+                // or else the bytes of one of those (the fewest).
+                let (mut give_up, mut fewest) = (killed.0, killed.1);
+                let mut at = (t, u);
+                while let Some(&Some((pt, pu))) = seen.get(&at) {
+                    let mut step = (0u64, ByteSet::EMPTY);
+                    for (_, classes, bytes) in reps
+                        .iter()
+                        .filter(|&&(b, _, _)| utf8::next(pu, b) == at.1 && dfa.next(pt, b) == at.0)
+                    {
+                        step.0 |= classes;
+                        step.1.union_with(bytes);
+                    }
+                    if step.0 != 0 && weight(step.0) < weight(give_up) {
+                        give_up = step.0;
+                    }
+                    if step.0 != 0 && step.1.len() < fewest.len() {
+                        fewest = step.1;
+                    }
+                    at = (pt, pu);
                 }
-                // The classes that lead into this pair from the one it was reached from (giving
-                // up fewer would leave the same step open).
-                let entry = from.map_or(0, |(pt, pu)| {
-                    reps.iter()
-                        .filter(|&&(b, _)| utf8::next(pu, b) == u && dfa.next(pt, b) == t)
-                        .fold(0, |a, &(_, classes)| a | classes)
-                });
-                f &= if entry != 0 && weight(entry) < weight(killed) {
-                    !entry
+                if give_up & WORDY == 0 {
+                    f &= !give_up;
+                } else if except.len() + fewest.len() <= MAX_EXCEPT {
+                    // A few letters or digits (a stop word's): those bytes, not their classes.
+                    except.union_with(&fewest);
+                } else if depth >= MIN_BOUND {
+                    return inside(f, &except, bounded(depth));
                 } else {
-                    !killed
-                };
+                    f &= !give_up;
+                }
                 continue 'shrink;
             }
-            for &(b, _) in &reps {
+            for &(b, _, _) in &reps {
                 let u2 = utf8::next(u, b);
                 if u2 == utf8::INVALID {
                     continue;
                 }
                 let t2 = dfa.next(t, b);
-                if seen.insert((t2, u2)) {
+                if let std::collections::hash_map::Entry::Vacant(e) = seen.entry((t2, u2)) {
+                    e.insert(Some((t, u)));
                     budget = budget.saturating_sub(1);
                     if budget == 0 {
                         return Inside::NONE;
@@ -223,28 +280,23 @@ pub fn inside_classes(dfa: &Dfa, state: u32) -> Inside {
                     if seen.len() > MAX_CLOSURE {
                         // Pairs up to `depth` are not all checked yet; those before it are.
                         return if depth >= MIN_BOUND {
-                            Inside {
-                                classes: tidy(f),
-                                max_len: bounded(depth),
-                            }
+                            inside(f, &except, bounded(depth))
                         } else {
                             Inside::NONE
                         };
                     }
-                    queue.push_back((t2, u2, depth + 1, Some((t, u))));
+                    queue.push_back((t2, u2, depth + 1));
                 }
             }
         }
-        return Inside {
-            classes: tidy(f),
-            max_len: u32::MAX,
-        };
+        return inside(f, &except, u32::MAX);
     }
     Inside::NONE
 }
 
-/// A cached inside bitmask, or `None` when it holds too few tokens to be used.
-type KeptMask = Option<Arc<[u32]>>;
+/// A cached inside bitmask and the number of tokens it holds, or `None` when it holds too few
+/// to be used.
+type KeptMask = Option<(Arc<[u32]>, u32)>;
 
 /// Per-vocabulary tables for self-loop skipping.
 pub struct LoopIndex {
@@ -261,8 +313,19 @@ pub struct LoopIndex {
     text: Vec<u32>,
     /// Bitmasks with fewer tokens than this are not used (see [`MIN_SHARE`]).
     min_tokens: u32,
-    /// (classes, bound) → the bitmask, or `None` when it holds too few tokens.
-    masks: Mutex<FxHashMap<(u64, u32), KeptMask>>,
+    /// Inside → the bitmask, or `None` when it holds too few tokens.
+    masks: Mutex<FxHashMap<Inside, KeptMask>>,
+    /// Per byte, built the first time an [`Inside`] gives it up.
+    bytes: Vec<OnceLock<ByteTables>>,
+}
+
+/// The tokens and trie nodes of one byte, for [`Inside::except`].
+struct ByteTables {
+    /// The text tokens with that byte.
+    tokens: Box<[u32]>,
+    /// The nodes of the vocabulary's trie reached by that byte, ascending (preorder: a node's
+    /// subtree is the nodes from it up to its `subtree_end`).
+    nodes: Box<[u32]>,
 }
 
 impl LoopIndex {
@@ -331,18 +394,59 @@ impl LoopIndex {
             text,
             min_tokens: (vocab.num_text_tokens() / MIN_SHARE).max(1) as u32,
             masks: Mutex::new(FxHashMap::default()),
+            bytes: (0..256).map(|_| OnceLock::new()).collect(),
         }
     }
 
-    /// The bitmask of the tokens that qualify for `inside` (see the module docs), or `None` when
-    /// it holds too few to be worth using.
-    pub fn inside_mask(&self, inside: Inside) -> Option<Arc<[u32]>> {
-        let key = (inside.classes, inside.max_len);
+    /// The tables of byte `b` (`vocab` is the vocabulary this index was built from).
+    fn byte_tables(&self, vocab: &Vocabulary, b: u8) -> &ByteTables {
+        self.bytes[b as usize].get_or_init(|| {
+            let mut tokens = vec![0u32; self.text.len()];
+            for (id, bytes) in vocab.text_tokens() {
+                if bytes.contains(&b) {
+                    tokens[id as usize / 32] |= 1 << (id % 32);
+                }
+            }
+            let nodes = vocab.trie().nodes();
+            ByteTables {
+                tokens: tokens.into(),
+                nodes: (1..nodes.len() as u32)
+                    .filter(|&i| nodes[i as usize].byte() == b)
+                    .collect(),
+            }
+        })
+    }
+
+    /// What a walk of `vocab`'s trie needs to skip the subtrees of `inside` (see [`LoopSkip`]).
+    pub fn skip<'a>(&'a self, vocab: &Vocabulary, inside: Inside) -> LoopSkip<'a> {
+        let mut except: [&'a [u32]; MAX_EXCEPT] = [&[]; MAX_EXCEPT];
+        for (e, &b) in except.iter_mut().zip(inside.except()) {
+            *e = &self.byte_tables(vocab, b).nodes;
+        }
+        LoopSkip {
+            index: self,
+            inside,
+            except,
+        }
+    }
+
+    /// The bitmask of the tokens that qualify for `inside` (see the module docs) and their
+    /// number, or `None` when it holds too few to be worth using.
+    pub fn inside_mask(&self, vocab: &Vocabulary, inside: Inside) -> KeptMask {
+        let key = inside;
         let mut masks = self.masks.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = masks.get(&key) {
             return m.clone();
         }
         let mut mask = self.text.clone();
+        for &b in inside.except() {
+            for (m, t) in mask
+                .iter_mut()
+                .zip(self.byte_tables(vocab, b).tokens.iter())
+            {
+                *m &= !t;
+            }
+        }
         let outside = !inside.classes & (CLASS_BITS | INVALID);
         for (c, tokens) in self.class_tokens.iter().enumerate() {
             if outside & (1 << c) != 0 {
@@ -357,7 +461,7 @@ impl LoopIndex {
             }
         }
         let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
-        let kept: KeptMask = (count >= self.min_tokens).then(|| mask.into());
+        let kept: KeptMask = (count >= self.min_tokens).then(|| (mask.into(), count));
         if masks.len() >= MAX_CACHED_MASKS {
             masks.clear();
         }
@@ -368,26 +472,36 @@ impl LoopIndex {
 
 /// What a trie walk of the vocabulary's trie needs to skip subtrees: the vocabulary's tables and
 /// the [`Inside`] whose bitmask has already been added to the mask being computed.
+/// Made by [`LoopIndex::skip`].
 #[derive(Clone, Copy)]
 pub struct LoopSkip<'a> {
-    pub index: &'a LoopIndex,
-    pub inside: Inside,
+    index: &'a LoopIndex,
+    inside: Inside,
+    /// Per byte of [`Inside::except`]: the trie nodes it reaches (see [`ByteTables::nodes`]).
+    except: [&'a [u32]; MAX_EXCEPT],
 }
 
 impl LoopSkip<'_> {
-    /// Whether `b`'s class is inside.
+    /// Whether `b` is inside.
     #[inline]
     pub fn byte_inside(&self, b: u8) -> bool {
-        self.inside.classes & (1 << class_of(b)) != 0
+        self.inside.has_byte(b)
     }
 
-    /// Whether every token of node `i`'s subtree qualifies, given that `i`'s path has inside
-    /// classes only.
+    /// Whether every token of node `i`'s subtree (the nodes before `end`) qualifies, given that
+    /// `i`'s path has inside bytes only.
     #[inline]
-    pub fn subtree_inside(&self, i: usize) -> bool {
+    pub fn subtree_inside(&self, i: usize, end: usize) -> bool {
         let below = self.index.below[i];
         below & !self.inside.classes & (CLASS_BITS | INVALID) == 0
             && (below >> DEPTH_SHIFT) as u32 <= self.inside.max_len
+            && self.except[..self.inside.except_len as usize]
+                .iter()
+                .all(|nodes| {
+                    // No node of the byte strictly below `i`.
+                    let k = nodes.partition_point(|&n| n as usize <= i);
+                    nodes.get(k).is_none_or(|&n| n as usize >= end)
+                })
     }
 }
 
@@ -395,6 +509,7 @@ impl LoopSkip<'_> {
 mod tests {
     use super::*;
     use crate::dfa::utf8::tests::is_utf8_prefix;
+    use rustc_hash::FxHashSet;
 
     fn vocab() -> Vocabulary {
         let words: &[&[u8]] = &[
@@ -463,37 +578,66 @@ mod tests {
             let want = classes | if invalid { INVALID } else { 0 } | (depth as u64) << DEPTH_SHIFT;
             assert_eq!(index.below[i], want, "node {i} {:?}", path(i));
         }
-        // Inside masks: exactly the text tokens over the classes, UTF-8 prefixes, short enough.
-        let sets: [(&[u8], u32); 5] = [
-            (b"abc", u32::MAX),
-            (b"abcx.y-", u32::MAX),
-            (b"a0x1F", u32::MAX),
-            (b"ab c-htps:/\xC3\xA9", u32::MAX),
-            (b"abc", 16),
+        // Inside masks: exactly the text tokens over the classes less the bytes given up, UTF-8
+        // prefixes, short enough; and the skip test: exactly the subtrees of such tokens.
+        let sets: [(&[u8], &[u8], u32); 8] = [
+            (b"abc", b"", u32::MAX),
+            (b"abcx.y-", b"", u32::MAX),
+            (b"a0x1F", b"", u32::MAX),
+            (b"ab c-htps:/\xC3\xA9", b"", u32::MAX),
+            (b"abc", b"", 16),
+            (b"abc", b"c", u32::MAX),
+            (b"abcx.y-Z", b"bxZ", u32::MAX),
+            (b"ab c-htps:/\xC3\xA9", b"\xA9-t", 8),
         ];
-        for (bytes, max_len) in sets {
+        for (bytes, except, max_len) in sets {
             let classes = bytes.iter().fold(0u64, |a, &b| a | 1 << class_of(b));
-            let inside = Inside { classes, max_len };
-            let Some(mask) = index.inside_mask(inside) else {
+            let mut inside = Inside {
+                classes,
+                max_len,
+                ..Inside::NONE
+            };
+            let mut except = except.to_vec();
+            except.sort_unstable();
+            inside.except[..except.len()].copy_from_slice(&except);
+            inside.except_len = except.len() as u8;
+            let Some((mask, count)) = index.inside_mask(&v, inside) else {
                 panic!("{bytes:?}: a set with tokens is kept (tiny vocabulary)");
             };
             for (id, tok) in v.text_tokens() {
                 let want = tok.iter().all(|&b| classes & (1 << class_of(b)) != 0)
+                    && !tok.iter().any(|b| except.contains(b))
                     && is_utf8_prefix(tok)
                     && tok.len() as u64 <= max_len as u64;
                 let got = mask[id as usize / 32] & (1 << (id % 32)) != 0;
-                assert_eq!(got, want, "{tok:?} in {bytes:?} up to {max_len}");
+                assert_eq!(
+                    got, want,
+                    "{tok:?} in {bytes:?} less {except:?} up to {max_len}"
+                );
+            }
+            let skip = index.skip(&v, inside);
+            for (i, n) in nodes.iter().enumerate() {
+                let end = n.subtree_end();
+                let want = (i + 1..end).all(|k| inside.has_byte(nodes[k].byte()))
+                    && (i..end).all(|k| k == 0 || is_utf8_prefix(&v.trie().path_of(k)))
+                    && (i..end).all(|k| nodes[k].depth() as u64 <= max_len as u64);
+                assert_eq!(
+                    skip.subtree_inside(i, end),
+                    want,
+                    "node {i} {:?} in {bytes:?} less {except:?} up to {max_len}",
+                    v.trie().path_of(i)
+                );
             }
             assert_eq!(mask[0] & 1, 0, "EOS is not a text token");
+            let ones: u32 = mask.iter().map(|w| w.count_ones()).sum();
+            assert_eq!(count, ones, "{bytes:?}: the count is the mask's");
         }
     }
 
     /// Brute force for [`inside_classes`]: no UTF-8 text over the classes of at most `max_len`
     /// (capped at `cap`) bytes kills `dfa` from `state`.
     fn sound(dfa: &Dfa, state: u32, inside: Inside, cap: usize) -> bool {
-        let bytes: Vec<u8> = (0..=255u8)
-            .filter(|&b| inside.classes & (1 << class_of(b)) != 0)
-            .collect();
+        let bytes: Vec<u8> = (0..=255u8).filter(|&b| inside.has_byte(b)).collect();
         let limit = (inside.max_len as usize).min(cap);
         let mut frontier: Vec<(u32, u8)> = vec![(state, utf8::BOUNDARY)];
         let mut seen: FxHashSet<(u32, u8)> = frontier.iter().copied().collect();
@@ -563,6 +707,39 @@ mod tests {
                 assert!(sound(&dfa, t, inside, 40), "{regex} at {t}: {inside:?}");
             }
         }
+        // Free text up to a stop word: unbounded, every state sound, and from the start (and
+        // after a partial match) every byte but one of the word's.
+        for (word, kept) in [
+            ("<tool_call>", &b"<tool_call ax\xC3\xA9"[..]),
+            ("TOOLCALL", b"TOOCAax<"),
+            // After "```" the rest has no backquote: one of its letters is given up.
+            ("```json", b"ax<"),
+        ] {
+            let dfa = Dfa::except(&regex_syntax::escape(word), 1 << 22).unwrap();
+            let mut s = dfa.start();
+            for &b in &word.as_bytes()[..word.len() - 1] {
+                let inside = inside_classes(&dfa, s);
+                assert_eq!(inside.max_len, u32::MAX, "{word} at {s}: {inside:?}");
+                assert!(sound(&dfa, s, inside, 40), "{word} at {s}: {inside:?}");
+                for &k in kept {
+                    assert!(
+                        inside.has_byte(k),
+                        "{word} at {s}: {:?} {inside:?}",
+                        k as char
+                    );
+                }
+                let given_up = word.bytes().filter(|&b| !inside.has_byte(b)).count();
+                assert!(
+                    given_up >= 1 && inside.except_len <= 1,
+                    "{word}: {inside:?}"
+                );
+                s = dfa.next(s, b);
+            }
+            for t in 1..dfa.state_count() as u32 {
+                let inside = inside_classes(&dfa, t);
+                assert!(sound(&dfa, t, inside, 40), "{word} at {t}: {inside:?}");
+            }
+        }
         // Length bounds in the states: bounded, not empty.
         let dfa = Dfa::from_regex("[a-f0-9]{8,16}-", 1 << 22).unwrap();
         let s = b"ab".iter().fold(dfa.start(), |s, &b| dfa.next(s, b));
@@ -570,7 +747,8 @@ mod tests {
             inside_classes(&dfa, s),
             Inside {
                 classes: 0b11,
-                max_len: 8
+                max_len: 8,
+                ..Inside::NONE
             }
         );
         let dfa = Dfa::from_regex("[a-z]{1,88}", 1 << 22).unwrap();

@@ -338,7 +338,36 @@ impl Matcher {
                 .max()
                 .unwrap_or(0);
             let wholesale = cg.index.buckets.iter().any(|b| b.max_len < depth as usize);
-            if cg.index.buckets.iter().all(|b| b.max_len < depth as usize) {
+            let all = cg.index.buckets.iter().all(|b| b.max_len < depth as usize);
+            // A terminal's self-loop, unless every slice token is taken already: it is taken when
+            // its bitmask holds at least the slice tokens taken wholesale (free text up to a stop
+            // word takes the short slice tokens wholesale, but its self-loop takes nearly every
+            // token and lets the walk skip all but those with a byte of the stop word). Few
+            // first bytes (digits, a sign) prune the walk at once: no need to look.
+            let loops = cg.index.loop_index();
+            let inside = match all || first.len() <= FEW_FIRST_BYTES {
+                true => None,
+                false => self.inside_classes(cg).and_then(|inside| {
+                    let (mask, count) = loops.inside_mask(&cg.vocab, inside)?;
+                    let taken: usize = cg
+                        .index
+                        .buckets
+                        .iter()
+                        .filter(|b| b.max_len < depth as usize)
+                        .map(|b| b.trie.num_tokens())
+                        .sum();
+                    (count as usize >= taken).then_some((inside, mask))
+                }),
+            };
+            if let Some((inside, mask)) = inside {
+                // One walk over the whole vocabulary's trie, skipping what the self-loop takes
+                // wholesale.
+                for (o, m) in out.iter_mut().zip(mask.iter()) {
+                    *o |= m;
+                }
+                let skip = Skip::Loop(loops.skip(&cg.vocab, inside));
+                work += walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(first), out, skip)?;
+            } else if all {
                 // Every slice token: one copy (`out` is all zeros here).
                 out.copy_from_slice(&cg.index.all_slices);
                 let rest = rest_skip(&self.rec, cg);
@@ -363,27 +392,15 @@ impl Matcher {
                 let rest = rest_skip(&self.rec, cg);
                 work += walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(first), out, rest)?;
             } else {
-                // No slice applies: one walk over the whole vocabulary's trie, skipping what a
-                // terminal's self-loop takes wholesale.
-                let loops = cg.index.loop_index();
-                // Few first bytes (digits, a sign) prune the walk at once: no need to look.
-                let inside = (first.len() > FEW_FIRST_BYTES)
-                    .then(|| self.inside_classes(cg))
-                    .flatten()
-                    .and_then(|inside| Some((inside, loops.inside_mask(inside)?)));
-                let skip = match inside {
-                    Some((inside, mask)) => {
-                        for (o, m) in out.iter_mut().zip(mask.iter()) {
-                            *o |= m;
-                        }
-                        Skip::Loop(LoopSkip {
-                            index: loops,
-                            inside,
-                        })
-                    }
-                    None => Skip::No,
-                };
-                work += walk_subtree(&mut self.rec, cg.vocab.trie(), 0, Some(first), out, skip)?;
+                // No slice and no self-loop applies: one walk over the whole vocabulary's trie.
+                work += walk_subtree(
+                    &mut self.rec,
+                    cg.vocab.trie(),
+                    0,
+                    Some(first),
+                    out,
+                    Skip::No,
+                )?;
             }
         }
         self.add_eos(out);
@@ -400,7 +417,10 @@ impl Matcher {
                 _ => None,
             })
             .filter(|i| i.classes != 0)
-            .max_by_key(|i| (i.classes.count_ones(), i.max_len))
+            .max_by_key(|i| {
+                let except = std::cmp::Reverse(i.except_len);
+                (i.classes.count_ones(), i.max_len, except)
+            })
     }
 
     /// Whether `id` is allowed now, by trying it (reference for tests; slow).
@@ -468,10 +488,10 @@ impl<'a> Skip<'a> {
     }
 
     /// Whether the walk skips node `i` (depth `r` below the root, reached by `byte`) and its
-    /// subtree. `in_loop[r]` (`in_loop[0]` true) is set: whether the first `r` bytes all have
+    /// subtree (the nodes before `end`). `in_loop[r]` (`in_loop[0]` true) is set: whether the first `r` bytes all have
     /// inside classes.
     #[inline]
-    fn skips(&self, i: usize, byte: u8, r: usize, in_loop: &mut Vec<bool>) -> bool {
+    fn skips(&self, i: usize, end: usize, byte: u8, r: usize, in_loop: &mut Vec<bool>) -> bool {
         match *self {
             Skip::No => false,
             Skip::Loop(l) => {
@@ -481,7 +501,7 @@ impl<'a> Skip<'a> {
                 // A path inside the loop with only inside bytes below: every token of the subtree
                 // is in the inside bitmask already.
                 in_loop[r] = in_loop[r - 1] && l.byte_inside(byte);
-                in_loop[r] && l.subtree_inside(i)
+                in_loop[r] && l.subtree_inside(i, end)
             }
             Skip::RestDead(index, dead) => index.rest_dies_below(i, dead),
         }
@@ -575,7 +595,7 @@ fn walk_subtree(
             alive_at.resize(r + 1, 0);
             states.resize((r + 1) * k, DEAD);
         }
-        if skipping && skip_by.skips(i, byte, r, &mut in_loop) {
+        if skipping && skip_by.skips(i, n.subtree_end(), byte, r, &mut in_loop) {
             i = n.subtree_end();
             continue;
         }
@@ -710,7 +730,7 @@ fn walk_recognizer(
             i = n.subtree_end();
             continue;
         }
-        if skipping && skip_by.skips(i, n.byte(), r, &mut in_loop) {
+        if skipping && skip_by.skips(i, n.subtree_end(), n.byte(), r, &mut in_loop) {
             i = n.subtree_end();
             continue;
         }
@@ -787,8 +807,12 @@ mod tests {
     }
 
     fn check(grammar: &str, inputs: &[&[u8]]) {
+        check_with(vocab(), grammar, inputs);
+    }
+
+    fn check_with(vocab: Arc<Vocabulary>, grammar: &str, inputs: &[&[u8]]) {
         let g = Arc::new(Grammar::compile(grammar, &CompileOptions::default()).unwrap());
-        let cg = Arc::new(CompiledGrammar::new(g, vocab()));
+        let cg = Arc::new(CompiledGrammar::new(g, vocab));
         let words = cg.mask_words();
         for input in inputs {
             let mut m = cg.matcher();
@@ -893,6 +917,71 @@ mod tests {
         check(
             r#"start ::= "\"" #"[a-z ]{0,5}" "\"" | "<" except!(">>", 12) ">>";"#,
             &[b"\"ab c\"", b"<a>b>\xc3\xa9 >>"],
+        );
+    }
+
+    #[test]
+    fn text_up_to_stop_words_equal_brute_force() {
+        // Free text until a trigger, then a structured island, repeated (tool calls): the text's
+        // self-loop keeps every byte but one of the trigger's (a punctuation class, or a single
+        // letter when the trigger has none), inside partial matches of the trigger too.
+        let mut toks: Vec<Option<Vec<u8>>> = vocab()
+            .text_tokens()
+            .map(|(_, b)| Some(b.to_vec()))
+            .collect();
+        toks.insert(0, None); // EOS
+        for w in [
+            "<",
+            ">",
+            "<tool_call>",
+            "<tool",
+            "_call",
+            "_call>",
+            "l>",
+            "ol",
+            "a<",
+            " <tool_call>",
+            "<tool_call>{",
+            "}<",
+            "}\n",
+            "x",
+            "tool",
+            "TOOLCALL",
+            "TOOL",
+            "CALL",
+            "L",
+            "T",
+            "LL",
+            "CALLa",
+            "aTOOLCAL",
+            "[TOOL]",
+            "[",
+            "]",
+            "]{",
+            "a]",
+            "Text",
+            "Hello, world.",
+        ] {
+            toks.push(Some(w.as_bytes().to_vec()));
+        }
+        let vocab = Arc::new(Vocabulary::from_byte_tokens(&toks, &[0], None).unwrap());
+        for trigger in ["<tool_call>", "TOOLCALL"] {
+            check_with(
+                vocab.clone(),
+                &format!(
+                    "start ::= (except!('{trigger}') '{trigger}' '{{' #\"[a-z]+\" '}}')* except!('{trigger}');"
+                ),
+                &[
+                    format!("ab <tool <tool_ca TOOLCAL a{trigger}{{ab}}Hello, <tool TOOL").as_bytes(),
+                    format!("{trigger}{{x}}{trigger}{{ab}}").as_bytes(),
+                    b"<<tool_cal",
+                ],
+            );
+        }
+        check_with(
+            vocab,
+            "trig ::= '<tool_call>' | '[TOOL]'; start ::= (except!(trig) trig '{' #\"[a-z]+\" '}')* except!(trig);",
+            &[b"a [TOO <tool[TOOL]{ab}Text<tool_call>{x}]"],
         );
     }
 
