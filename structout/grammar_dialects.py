@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import NoReturn, Union
 
 from structout.errors import GrammarError
+from structout.kbnf_text import literal, regex_terminal
 
 __all__ = ["detect_dialect", "gbnf_to_kbnf", "grammar_to_kbnf", "lark_to_kbnf"]
 
@@ -74,30 +75,6 @@ _SURROGATES = (0xD800, 0xDFFF)
 _MAX_CODE_POINT = 0x10FFFF
 
 
-def _kbnf_literal(text: str) -> str:
-    out = ["'"]
-    for ch in text:
-        cp = ord(ch)
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == "'":
-            out.append("\\'")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif 0x20 <= cp < 0x7F:
-            out.append(ch)
-        elif cp < 0x80:
-            out.append(f"\\x{cp:02X}")  # one byte, valid UTF-8 below 0x80
-        else:
-            out.append(f"\\u{{{cp:X}}}")
-    out.append("'")
-    return "".join(out)
-
-
 def _regex_char(cp: int) -> str:
     """One code point as a Rust regex atom, valid inside and outside classes."""
     ch = chr(cp)
@@ -118,30 +95,14 @@ def _class_regex(node: _Class) -> str:
     return "[" + ("^" if node.negated else "") + "".join(parts) + "]"
 
 
-def _kbnf_regex(pattern: str) -> str:
-    """``#"..."``: the regex verbatim except that unescaped quotes get a backslash."""
-    out = ['#"']
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\" and i + 1 < len(pattern):
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        out.append('\\"' if ch == '"' else ch)
-        i += 1
-    out.append('"')
-    return "".join(out)
-
-
 def _print(node: _Node) -> tuple[str, int]:
     """KBNF text of ``node`` and its binding level."""
     if isinstance(node, _Lit):
-        return _kbnf_literal(node.text), _ATOM
+        return literal(node.text), _ATOM
     if isinstance(node, _Class):
-        return _kbnf_regex(_class_regex(node)), _ATOM
+        return regex_terminal(_class_regex(node)), _ATOM
     if isinstance(node, _Regex):
-        return _kbnf_regex(node.pattern), _ATOM
+        return regex_terminal(node.pattern), _ATOM
     if isinstance(node, _Ref):
         return node.name, _ATOM
     if isinstance(node, _Seq):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["schema_instruction"]
+__all__ = ["schema_instruction", "without_titles"]
 
 #: Object fields are listed as nested bullet lists down to this depth, then described inline.
 MAX_NESTED_FIELD_LISTS = 3
@@ -24,10 +24,10 @@ MAX_REF_CHAIN = 32
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
-def _without_titles(node: Any) -> Any:
+def without_titles(node: Any) -> Any:
     """A copy of a schema without ``title`` keywords (Pydantic repeats every field name)."""
     if isinstance(node, list):
-        return [_without_titles(v) for v in node]
+        return [without_titles(v) for v in node]
     if not isinstance(node, dict):
         return node
     out: dict[str, Any] = {}
@@ -35,11 +35,11 @@ def _without_titles(node: Any) -> Any:
         if k == "title" and isinstance(v, str):
             continue
         if k in _SCHEMA_MAPS and isinstance(v, dict):
-            out[k] = {name: _without_titles(sub) for name, sub in v.items()}
+            out[k] = {name: without_titles(sub) for name, sub in v.items()}
         elif k in ("enum", "const", "default", "examples"):
             out[k] = v
         else:
-            out[k] = _without_titles(v)
+            out[k] = without_titles(v)
     return out
 
 
@@ -53,7 +53,7 @@ def schema_instruction(schema: Any) -> str:
     if text is not None:
         return text
     try:
-        shown = json.dumps(_without_titles(schema), ensure_ascii=False)
+        shown = json.dumps(without_titles(schema), ensure_ascii=False)
     except RecursionError:  # deeper than Python can print (only with raised depth limits)
         return "Respond only with JSON that matches the required JSON Schema."
     return "Respond only with JSON that matches this JSON Schema:\n" + shown

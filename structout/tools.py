@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Union
 
 from structout.errors import SchemaError, SchemaValidationError, UnsupportedSchemaError
+from structout.instructions import without_titles
 from structout.structural_tag import (
     AnyText,
     ConstString,
@@ -109,7 +110,7 @@ class Tool:
         function: dict[str, Any] = {"name": self.name}
         if self.description:
             function["description"] = self.description
-        function["parameters"] = _without_titles(self.parameters)
+        function["parameters"] = without_titles(self.parameters)
         return {"type": "function", "function": function}
 
 
@@ -261,25 +262,6 @@ def _function_tool(fn: Callable[..., Any]) -> Tool:
     schema.pop("title", None)
     doc = inspect.getdoc(inner)
     return Tool(name, doc or None, schema, fn, target, "function")
-
-
-def _without_titles(node: Any) -> Any:
-    """A copy of a schema without Pydantic's generated ``title`` keywords (they repeat names)."""
-    if isinstance(node, list):
-        return [_without_titles(v) for v in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for k, v in node.items():
-        if k == "title" and isinstance(v, str):
-            continue
-        if k == "properties" and isinstance(v, dict):
-            out[k] = {name: _without_titles(sub) for name, sub in v.items()}
-        elif k in ("enum", "const", "default", "examples"):
-            out[k] = v
-        else:
-            out[k] = _without_titles(v)
-    return out
 
 
 # ------------------------------------------------------------------------------- the reply
