@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -165,6 +165,10 @@ class RowRequest:
     max_new_tokens: int
     #: The budget of a leading section (``reasoning_budget``), or None.
     section: SectionBudget | None = None
+    #: Called with the output so far whenever the grammar could end it there: a byte length
+    #: ends the output at that length (a point where the grammar can end it too: the caller's
+    #: invariant), None lets generation go on. Tool turns use it to end a repeated call.
+    end_early: Callable[[bytes], int | None] | None = None
 
 
 @dataclass
@@ -181,6 +185,8 @@ class _Row:
     in_section: bool = True
     #: The last ``len(end) - 1`` bytes generated while the section is open.
     section_tail: bytes = b""
+    #: Bytes of the output kept when ``end_early`` ended it (None: all of them).
+    kept: int | None = None
 
 
 class _Decoder:
@@ -483,7 +489,11 @@ class _Decoder:
         m = row.matcher
         if m is not None and m.is_finished():  # complete, and nothing but EOS may follow
             row.done, row.finish_reason = True, "stop"
-        elif len(row.generated) >= row.req.max_new_tokens:
+        elif row.req.end_early is not None and m is not None and m.can_finish():
+            kept = row.req.end_early(self.tokens.bytes_of(row.generated))
+            if kept is not None:
+                row.done, row.finish_reason, row.kept = True, "stop", kept
+        if not row.done and len(row.generated) >= row.req.max_new_tokens:
             row.done, row.finish_reason = True, "length"
 
     def _finish(self, t_start: int, t_prefill: int, session: KVSession) -> list[RowOutcome]:
@@ -493,10 +503,11 @@ class _Decoder:
         out = []
         for row in self.rows:
             complete = row.matcher is None or bool(row.matcher.can_finish())
+            data = self.tokens.bytes_of(row.generated)
             out.append(
                 RowOutcome(
                     token_ids=list(row.generated),
-                    data=self.tokens.bytes_of(row.generated),
+                    data=data if row.kept is None else data[: row.kept],
                     finish_reason=row.finish_reason or "stop",
                     complete=complete,
                     forced_tokens=row.forced,

@@ -685,7 +685,7 @@ class Model:
         _, grammar = compile_target(self.cache, target, self.vocab, self.limits)
         compile_ms = (time.perf_counter() - t0) * 1e3
         ids = self._encode_prompt(text, templated)
-        request = RowRequest(ids, grammar, params.max_new_tokens, plan.section)
+        request = RowRequest(ids, grammar, params.max_new_tokens, plan.section, plan.end_early)
         gen = decode(self.hf_model, self._token_space(True), [request], params, self._pad_id())
         outcomes, stats = _drain(gen)
         try:

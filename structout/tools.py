@@ -560,6 +560,29 @@ def parse_tool_calls(
     return AssistantTurn(prose.strip(), calls)
 
 
+def repeated_call_end(wire: ToolFormat) -> Callable[[bytes], int | None] | None:
+    """The decode loop's ``end_early`` for tool turns: a call written again, byte for byte,
+    right after itself ends the turn before the repeat (small models repeat a call until the
+    token budget runs out). Returns the length of the output to keep — the calls up to the
+    first copy, a complete block — or None. None for formats that close their block (the
+    repeat cannot be cut off where the grammar may end)."""
+    if wire.close:
+        return None
+    marker = (wire.separator + wire.call_prefix + '{"name": ').encode("utf-8")
+    sep = len(wire.separator.encode("utf-8"))
+    trail = wire.trail.encode("utf-8")
+
+    def end(data: bytes) -> int | None:
+        body = data[: -len(trail)] if trail and data.endswith(trail) else data
+        at = body.rfind(marker)
+        if at < 0:
+            return None
+        last = body[at + sep :]
+        return at if body[:at].endswith(last) else None
+
+    return end
+
+
 class _Reader:
     """Reads one block of calls at ``pos``, strictly in the wire format's layout."""
 

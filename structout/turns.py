@@ -36,6 +36,7 @@ from structout.tools import (
     ToolFormat,
     max_calls,
     parse_tool_calls,
+    repeated_call_end,
     resolve_tool_choice,
     resolve_tool_format,
     resolve_tools,
@@ -57,6 +58,8 @@ class TurnPlan:
     kbnf: str
     parse: Callable[[str], Any]
     section: SectionBudget | None
+    #: The decode loop's ``end_early`` (tool turns: a repeated call ends the turn).
+    end_early: Callable[[bytes], int | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -139,10 +142,14 @@ class Turn:
         into the tool: ``/tools/<i>/parameters/...``)."""
         answer = self._answer_format(translate)
         parse_answer = self._answer_parser()
+        end_early = repeated_call_end(self.wire) if self.tools is not None and self.wire else None
         markers = self.markers
         if markers is None:
             return TurnPlan(
-                structural_tag_kbnf(answer, translate_schema=translate), parse_answer, None
+                structural_tag_kbnf(answer, translate_schema=translate),
+                parse_answer,
+                None,
+                end_early,
             )
         opened = prompt_opens_section(prompt_text, markers)
         fmt = reasoning_format(markers, answer, opened)
@@ -160,7 +167,9 @@ class Turn:
             if self.budget is not None
             else None
         )
-        return TurnPlan(structural_tag_kbnf(fmt, translate_schema=translate), parse, section)
+        return TurnPlan(
+            structural_tag_kbnf(fmt, translate_schema=translate), parse, section, end_early
+        )
 
     def truncated(self, exc: TruncatedOutputError) -> TruncatedOutputError:
         """``exc`` saying whether the budget ran out while thinking or answering."""

@@ -336,3 +336,53 @@ def test_masks_filled_during_the_forward_pass_give_identical_output(
     assert model.generate_batch(prompts, schemas, **kw) == serial
     assert model.generate("p", _grammar(*PERSON_CHOICES), **kw) == serial_one
     assert False in calls  # most fills ran in the worker thread
+
+
+def test_a_repeated_tool_call_ends_the_turn_before_the_repeat(model: Model) -> None:
+    """``end_early`` of a Hermes tool turn: the model (EOS banned) can only repeat the call;
+    the loop ends at the first repeat and keeps the output up to the first copy."""
+    from structout.tools import HERMES, repeated_call_end
+
+    call = '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
+    grammar = model.compile(_grammar(*("\n".join([call] * k) for k in range(1, 7)))).grammar
+    end_early = repeated_call_end(HERMES)
+    assert end_early is not None
+    req = gen.RowRequest(model.tokenizer.encode("x", add_special_tokens=False), grammar, 200)
+    req_guarded = gen.RowRequest(req.prompt_ids, grammar, 200, None, end_early)
+    params = gen.SamplingParams(ignore_eos=True)
+    tokens = model._token_space(True)
+    for request, guarded in ((req, False), (req_guarded, True)):
+        decoder = gen._Decoder(model.hf_model, tokens, [request], params, 0)
+        gen_ = decoder.run()
+        try:
+            while True:
+                next(gen_)
+        except StopIteration as stop:
+            (outcome,) = stop.value
+        if guarded:
+            assert outcome.data == call.encode()
+            assert outcome.finish_reason == "stop"
+            assert outcome.data.count(b"<tool_call>") == 1
+        else:  # the grammar's longest output: six calls
+            assert outcome.data.count(b"<tool_call>") == 6
+
+
+def test_repeated_call_end_finds_only_exact_repeats() -> None:
+    from structout.tools import HERMES, LLAMA3_JSON, MISTRAL, repeated_call_end
+
+    hermes = repeated_call_end(HERMES)
+    assert hermes is not None
+    a = '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>'
+    b = '<tool_call>\n{"name": "f", "arguments": {"x": 2}}\n</tool_call>'
+    assert hermes(a.encode()) is None
+    assert hermes(f"{a}\n{b}".encode()) is None
+    assert hermes(f"{a}\n{a}".encode()) == len(a)
+    assert hermes(f"{a}\n{a}\n".encode()) == len(a)
+    assert hermes(f"{b}\n{a}\n{a}".encode()) == len(f"{b}\n{a}")
+    assert hermes(f"Sure.{a}\n{a}".encode()) == len(f"Sure.{a}")
+    llama = repeated_call_end(LLAMA3_JSON)
+    assert llama is not None
+    c = '{"name": "g", "parameters": {}}'
+    assert llama(f"{c}; {c}".encode()) == len(c)
+    assert llama(f'{c}; {{"name": "h", "parameters": {{}}}}'.encode()) is None
+    assert repeated_call_end(MISTRAL) is None  # its block closes with "]": no cut point
