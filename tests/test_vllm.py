@@ -424,6 +424,36 @@ class TestOffline:
         assert not grammar.accept_tokens("r", [eos[0]])  # EOS before the text is complete
         grammar.reset()
 
+    def test_batch_fill_equals_row_by_row(self, llm: Any) -> None:
+        """The batch's masks in one native call equal the grammars' own row-by-row masks, stop
+        ids included; the engine's manager uses that call."""
+        from vllm.v1.structured_output import StructuredOutputManager
+
+        assert getattr(StructuredOutputManager.grammar_bitmask, "_structout_wrapped", False)
+        config = llm.llm_engine.vllm_config
+        size = int(config.model_config.get_vocab_size())
+        backend = StructoutBackend(config, tokenizer=None, vocab_size=size)
+        eos = {int(t) for t in backend.vocabulary().eos_token_ids}
+        tok = llm.get_tokenizer()
+        grammars = [
+            backend.compile_grammar(StructuredOutputOptions.CHOICE, '["yes","no"]', eos | {5}),
+            backend.compile_grammar(
+                StructuredOutputOptions.JSON, json.dumps(Person.model_json_schema()), None
+            ),
+            backend.compile_grammar(StructuredOutputOptions.REGEX, "[0-9]{2,3}", eos),
+        ]
+        assert grammars[0].accept_tokens("a", tok.encode("yes", add_special_tokens=False))
+        assert grammars[1].accept_tokens("b", tok.encode('{"name": "A', add_special_tokens=False))
+        assert grammars[2].accept_tokens("c", tok.encode("12", add_special_tokens=False))
+        one_by_one = backend.allocate_token_bitmask(4)
+        batched = backend.allocate_token_bitmask(4)
+        rows = [(g, i) for i, g in zip((2, 0, 3), grammars)]
+        for g, i in rows:
+            g.fill_bitmask(one_by_one, i)
+        StructoutBackend.fill_rows(batched, rows, 1)
+        assert torch.equal(one_by_one, batched)
+        assert not torch.equal(batched[0], batched[2])
+
 
 # --------------------------------------------------------------------------------- reasoning
 #: Two of SmolLM2's unused special tokens, renamed: the model's vocabulary keeps its size.

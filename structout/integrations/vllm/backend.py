@@ -207,6 +207,25 @@ class StructoutBackend(StructuredOutputBackend):
             matcher, _Stops(stop_token_ids, vocab.eos_token_ids, self.vocab_size)
         )
 
+    @staticmethod
+    def fill_rows(
+        bitmask: torch.Tensor, rows: list[tuple[StructoutGrammar, int]], num_threads: int
+    ) -> None:
+        """Fills row ``index`` of vLLM's CPU int32 bitmask for each ``(grammar, index)``: all
+        masks in one native call (GIL released, ``num_threads`` threads), then each request's
+        stop ids — the same rows :meth:`StructoutGrammar.fill_bitmask` writes one by one."""
+        if not rows:
+            return
+        import structout
+
+        array = bitmask.numpy()
+        structout.fill_next_token_bitmasks(
+            [g.matcher for g, _ in rows], array, [i for _, i in rows], num_threads=num_threads
+        )
+        for grammar, index in rows:
+            if grammar._fix:
+                grammar._stops.fix_row(array[index].view(np.uint32), grammar.matcher.can_finish())
+
     def allocate_token_bitmask(self, max_num_seqs: int) -> torch.Tensor:
         return torch.full((max_num_seqs, (self.vocab_size + 31) // 32), -1, dtype=torch.int32)
 
