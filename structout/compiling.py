@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from structout.targets import Target
     from structout.vocab import Vocabulary
 
-__all__ = ["compile_target", "schema_grammar", "schema_kbnf"]
+__all__ = ["compile_target", "schema_grammar", "schema_kbnf", "schema_translator"]
 
 
 def schema_kbnf(
@@ -42,6 +42,24 @@ def schema_kbnf(
     cache = cache if cache is not None else get_default_cache()
     text, _ = cache.kbnf_for_schema(schema, lambda s: run(s, **options), options or None)
     return text
+
+
+def schema_translator(
+    translator_options: Mapping[str, Any],
+    cache: CompileCache | None = None,
+    *,
+    translate: Callable[..., str] | None = None,
+) -> Callable[[Any], str]:
+    """A function from a JSON Schema or a Python type to its KBNF, through :func:`schema_kbnf`
+    (for grammars that embed schemas: structural tags, tool calls)."""
+    from structout.schema import json_schema_of
+
+    def translate_one(schema: Any) -> str:
+        return schema_kbnf(
+            json_schema_of(schema)[0], translator_options, cache, translate=translate
+        )
+
+    return translate_one
 
 
 def schema_grammar(

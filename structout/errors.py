@@ -36,7 +36,14 @@ class SchemaError(StructoutError, ValueError):
 
     def __init__(self, message: str, pointer: str = "") -> None:
         super().__init__(f"{message} (at {pointer or '/'})" if pointer is not None else message)
+        self.detail = message
         self.pointer = pointer
+
+    def under(self, prefix: str, note: str = "") -> SchemaError:
+        """The same error for the schema embedded at JSON pointer ``prefix`` of a larger
+        document (a tool's parameters, a structural tag's content); ``note`` starts the
+        message."""
+        return SchemaError(note + self.detail, prefix + (self.pointer or ""))
 
 
 class UnsupportedSchemaError(StructoutError, ValueError):
@@ -44,8 +51,13 @@ class UnsupportedSchemaError(StructoutError, ValueError):
 
     def __init__(self, message: str, keyword: str = "", pointer: str = "") -> None:
         super().__init__(f"{message} (keyword {keyword!r} at {pointer or '/'})")
+        self.detail = message
         self.keyword = keyword
         self.pointer = pointer
+
+    def under(self, prefix: str, note: str = "") -> UnsupportedSchemaError:
+        """As :meth:`SchemaError.under`."""
+        return UnsupportedSchemaError(note + self.detail, self.keyword, prefix + self.pointer)
 
 
 class LimitExceededError(StructoutError, RuntimeError):

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, overload
@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, overloa
 from structout import generation as _gen
 from structout.cache import CompileCache, default_cache_dir, get_default_cache
 from structout.compiling import compile_target as _compile_target
-from structout.compiling import schema_kbnf
+from structout.compiling import schema_translator
 from structout.errors import TruncatedOutputError
 from structout.generation import RowRequest, decode
 from structout.limits import Limits
 from structout.reasoning import Reasoned
 from structout.results import GenerationResult, IncrementalText, finalize
 from structout.sampling import DEFAULT_MAX_NEW_TOKENS, SamplingParams
-from structout.schema import json_schema_of, to_kbnf
+from structout.schema import to_kbnf
 from structout.targets import KBNF, Target, resolve_schema
 from structout.tokens import TokenSpace
 from structout.tools import AssistantTurn, ToolFormat, ToolSpec
@@ -693,16 +693,11 @@ class Model:
         except TruncatedOutputError as exc:
             raise turn.truncated(exc) from None
 
-    def _tag_schema_translator(self) -> Any:
+    def _tag_schema_translator(self) -> Callable[[Any], str]:
         """Schema (or type) → KBNF for structural tags, under this model's limits and cache."""
-        options = self.limits.translator_options()
-
-        def translate(schema: Any) -> str:
-            return schema_kbnf(
-                json_schema_of(schema)[0], options, self.cache, translate=_translate_schema
-            )
-
-        return translate
+        return schema_translator(
+            self.limits.translator_options(), self.cache, translate=_translate_schema
+        )
 
     def _pad_id(self) -> int:
         for cand in (

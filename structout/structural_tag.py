@@ -243,17 +243,10 @@ def structural_tag(fmt: Format | Mapping[str, Any] | str, **options: Any) -> KBN
 
 
 def _default_schema_translator() -> Callable[[Any], str]:
-    from structout.compiling import schema_kbnf
+    from structout.compiling import schema_translator
     from structout.limits import Limits
-    from structout.schema import json_schema_of
 
-    options = Limits().translator_options()
-
-    def translate(schema: Any) -> str:
-        json_schema, _ = json_schema_of(schema)
-        return schema_kbnf(json_schema, options)
-
-    return translate
+    return schema_translator(Limits().translator_options())
 
 
 class _Emitter:
@@ -438,16 +431,8 @@ class _Emitter:
             return self._embedded[key]
         try:
             text = self._translate_schema(schema)
-        except UnsupportedSchemaError as exc:
-            raise UnsupportedSchemaError(
-                str(exc.args[0]).rsplit(" (keyword ", 1)[0],
-                exc.keyword,
-                f"{path}/json_schema{exc.pointer}",
-            ) from None
-        except SchemaError as exc:
-            raise SchemaError(
-                str(exc.args[0]).rsplit(" (at ", 1)[0], f"{path}/json_schema{exc.pointer}"
-            ) from None
+        except (UnsupportedSchemaError, SchemaError) as exc:
+            raise exc.under(f"{path}/json_schema") from None
         return self._embed(key, text)
 
     def _grammar(self, kbnf: str, path: str) -> str:

@@ -503,16 +503,8 @@ def check_tool_schemas(tools: Sequence[Tool], translate_schema: Callable[[Any], 
         where = f"/tools/{i}/parameters"
         try:
             translate_schema(t.parameters)
-        except UnsupportedSchemaError as exc:
-            raise UnsupportedSchemaError(
-                f"tool {t.name!r}: " + str(exc.args[0]).rsplit(" (keyword ", 1)[0],
-                exc.keyword,
-                where + exc.pointer,
-            ) from None
-        except SchemaError as exc:
-            raise SchemaError(
-                f"tool {t.name!r}: " + str(exc.args[0]).rsplit(" (at ", 1)[0], where + exc.pointer
-            ) from None
+        except (UnsupportedSchemaError, SchemaError) as exc:
+            raise exc.under(where, f"tool {t.name!r}: ") from None
 
 
 def tools_instruction(tools: Sequence[Tool], wire: ToolFormat, choice: str) -> str:
