@@ -168,7 +168,7 @@ class RowRequest:
     #: Called with the output so far whenever the grammar could end it there: a byte length
     #: ends the output at that length (a point where the grammar can end it too: the caller's
     #: invariant), None lets generation go on. Tool turns use it to end a repeated call.
-    end_early: Callable[[bytes], int | None] | None = None
+    end_early: Callable[[bytearray], int | None] | None = None
 
 
 @dataclass
@@ -187,6 +187,9 @@ class _Row:
     section_tail: bytes = b""
     #: Bytes of the output kept when ``end_early`` ended it (None: all of them).
     kept: int | None = None
+    #: The bytes of ``generated[:text_tokens]``, kept for ``end_early`` (extended, not rebuilt).
+    text: bytearray = field(default_factory=bytearray)
+    text_tokens: int = 0
 
 
 class _Decoder:
@@ -490,7 +493,9 @@ class _Decoder:
         if m is not None and m.is_finished():  # complete, and nothing but EOS may follow
             row.done, row.finish_reason = True, "stop"
         elif row.req.end_early is not None and m is not None and m.can_finish():
-            kept = row.req.end_early(self.tokens.bytes_of(row.generated))
+            row.text += self.tokens.bytes_of(row.generated[row.text_tokens :])
+            row.text_tokens = len(row.generated)
+            kept = row.req.end_early(row.text)
             if kept is not None:
                 row.done, row.finish_reason, row.kept = True, "stop", kept
         if not row.done and len(row.generated) >= row.req.max_new_tokens:

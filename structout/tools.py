@@ -552,7 +552,7 @@ def parse_tool_calls(
     return AssistantTurn(prose.strip(), calls)
 
 
-def repeated_call_end(wire: ToolFormat) -> Callable[[bytes], int | None] | None:
+def repeated_call_end(wire: ToolFormat) -> Callable[[bytearray], int | None] | None:
     """The decode loop's ``end_early`` for tool turns: a call written again, byte for byte,
     right after itself ends the turn before the repeat (small models repeat a call until the
     token budget runs out). Returns the length of the output to keep — the calls up to the
@@ -562,15 +562,20 @@ def repeated_call_end(wire: ToolFormat) -> Callable[[bytes], int | None] | None:
         return None
     marker = (wire.separator + wire.call_prefix + '{"name": ').encode("utf-8")
     sep = len(wire.separator.encode("utf-8"))
+    call_end = wire.call_end.encode("utf-8")
     trail = wire.trail.encode("utf-8")
 
-    def end(data: bytes) -> int | None:
-        body = data[: -len(trail)] if trail and data.endswith(trail) else data
-        at = body.rfind(marker)
+    def end(data: bytearray) -> int | None:
+        size = len(data) - len(trail) if trail and data.endswith(trail) else len(data)
+        # Called wherever the grammar could end (in free text: every token); only the end of a
+        # call can be a repeat, so the search runs there alone.
+        if not data.endswith(call_end, 0, size):
+            return None
+        at = data.rfind(marker, 0, size)
         if at < 0:
             return None
-        last = body[at + sep :]
-        return at if body[:at].endswith(last) else None
+        last = data[at + sep : size]
+        return at if data.endswith(last, 0, at) else None
 
     return end
 

@@ -59,7 +59,7 @@ class TurnPlan:
     parse: Callable[[str], Any]
     section: SectionBudget | None
     #: The decode loop's ``end_early`` (tool turns: a repeated call ends the turn).
-    end_early: Callable[[bytes], int | None] | None = None
+    end_early: Callable[[bytearray], int | None] | None = None
 
 
 @dataclass(frozen=True)

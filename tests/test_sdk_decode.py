@@ -374,15 +374,15 @@ def test_repeated_call_end_finds_only_exact_repeats() -> None:
     assert hermes is not None
     a = '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>'
     b = '<tool_call>\n{"name": "f", "arguments": {"x": 2}}\n</tool_call>'
-    assert hermes(a.encode()) is None
-    assert hermes(f"{a}\n{b}".encode()) is None
-    assert hermes(f"{a}\n{a}".encode()) == len(a)
-    assert hermes(f"{a}\n{a}\n".encode()) == len(a)
-    assert hermes(f"{b}\n{a}\n{a}".encode()) == len(f"{b}\n{a}")
-    assert hermes(f"Sure.{a}\n{a}".encode()) == len(f"Sure.{a}")
+    assert hermes(bytearray(a.encode())) is None
+    assert hermes(bytearray(f"{a}\n{b}".encode())) is None
+    assert hermes(bytearray(f"{a}\n{a}".encode())) == len(a)
+    assert hermes(bytearray(f"{a}\n{a}\n".encode())) == len(a)
+    assert hermes(bytearray(f"{b}\n{a}\n{a}".encode())) == len(f"{b}\n{a}")
+    assert hermes(bytearray(f"Sure.{a}\n{a}".encode())) == len(f"Sure.{a}")
     llama = repeated_call_end(LLAMA3_JSON)
     assert llama is not None
     c = '{"name": "g", "parameters": {}}'
-    assert llama(f"{c}; {c}".encode()) == len(c)
-    assert llama(f'{c}; {{"name": "h", "parameters": {{}}}}'.encode()) is None
+    assert llama(bytearray(f"{c}; {c}".encode())) == len(c)
+    assert llama(bytearray(f'{c}; {{"name": "h", "parameters": {{}}}}'.encode())) is None
     assert repeated_call_end(MISTRAL) is None  # its block closes with "]": no cut point
