@@ -216,9 +216,23 @@ class Engine:
     def compile(self, tag: dict[str, Any], tools: list[dict[str, Any]]) -> None:
         raise NotImplementedError
 
+    def fill(self) -> None:
+        """Fill the next token's mask."""
+        raise NotImplementedError
+
+    def accept(self, token: int) -> bool:
+        raise NotImplementedError
+
     def walk(self, tokens: list[int]) -> list[float]:
         """Mask time (us) before each token and after the last; raises if a token is refused."""
-        raise NotImplementedError
+        out = []
+        for t in [*tokens, None]:
+            t0 = time.perf_counter_ns()
+            self.fill()
+            out.append((time.perf_counter_ns() - t0) / 1e3)
+            if t is not None and not self.accept(t):
+                raise RuntimeError(f"{self.name} refused token {t}")
+        return out
 
 
 class Structout(Engine):
@@ -243,15 +257,11 @@ class Structout(Engine):
         text = self.kbnf(self.from_xgrammar(tag))
         self.matcher = self.so.compile_kbnf(text, self.vocab).matcher()
 
-    def walk(self, tokens: list[int]) -> list[float]:
-        m, out = self.matcher, []
-        for t in [*tokens, None]:
-            t0 = time.perf_counter_ns()
-            m.fill_next_token_bitmask(self.bitmask, 0)
-            out.append((time.perf_counter_ns() - t0) / 1e3)
-            if t is not None and not m.accept_token(t):
-                raise RuntimeError(f"structout refused token {t}")
-        return out
+    def fill(self) -> None:
+        self.matcher.fill_next_token_bitmask(self.bitmask, 0)
+
+    def accept(self, token: int) -> bool:
+        return bool(self.matcher.accept_token(token))
 
 
 class XGrammar(Engine):
@@ -272,15 +282,11 @@ class XGrammar(Engine):
             self.compiler.compile_structural_tag(json.dumps(tag))
         )
 
-    def walk(self, tokens: list[int]) -> list[float]:
-        m, out = self.matcher, []
-        for t in [*tokens, None]:
-            t0 = time.perf_counter_ns()
-            m.fill_next_token_bitmask(self.bitmask, 0)
-            out.append((time.perf_counter_ns() - t0) / 1e3)
-            if t is not None and not m.accept_token(t):
-                raise RuntimeError(f"xgrammar refused token {t}")
-        return out
+    def fill(self) -> None:
+        self.matcher.fill_next_token_bitmask(self.bitmask, 0)
+
+    def accept(self, token: int) -> bool:
+        return bool(self.matcher.accept_token(token))
 
 
 class LLGuidance(Engine):
@@ -292,6 +298,7 @@ class LLGuidance(Engine):
         self.llg = llguidance
         self.lltok = llguidance.LLTokenizer(tok.to_str(), n_vocab=vocab_size, eos_token=eos)
         self.row = np.zeros((1, (vocab_size + 31) // 32), dtype=np.int32)
+        self.ptr, self.nbytes = self.row.ctypes.data, self.row.nbytes  # outside the timed call
         self.defaults = {
             "whitespace_flexible": False,
             "item_separator": ", ",
@@ -316,16 +323,11 @@ class LLGuidance(Engine):
         if self.matcher.is_error():
             raise RuntimeError(self.matcher.get_error())
 
-    def walk(self, tokens: list[int]) -> list[float]:
-        m, out = self.matcher, []
-        ptr, nbytes = self.row.ctypes.data, self.row.nbytes
-        for t in [*tokens, None]:
-            t0 = time.perf_counter_ns()
-            m.unsafe_compute_mask_ptr(ptr, nbytes)
-            out.append((time.perf_counter_ns() - t0) / 1e3)
-            if t is not None and not m.consume_token(t):
-                raise RuntimeError(f"llguidance refused token {t}: {m.get_error()}")
-        return out
+    def fill(self) -> None:
+        self.matcher.unsafe_compute_mask_ptr(self.ptr, self.nbytes)
+
+    def accept(self, token: int) -> bool:
+        return bool(self.matcher.consume_token(token))
 
 
 # ----------------------------------------------------------------------------------------- run
