@@ -21,6 +21,7 @@ from structout.errors import (
     VocabularyError,
 )
 from structout.limits import Limits
+from structout.loop_guard import LoopGuard
 from structout.masks import (
     CompiledGrammar,
     Matcher,
@@ -51,6 +52,7 @@ __all__ = [
     "GrammarError",
     "LimitExceededError",
     "Limits",
+    "LoopGuard",
     "Matcher",
     "Model",
     "Reasoned",

@@ -37,8 +37,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from structout.bitmask import apply_token_bitmask_
+from structout.choices import ChoiceScorer
 from structout.errors import StructoutError
+from structout.json_track import JsonTrack
 from structout.lm_session import KVSession
+from structout.loop_guard import LoopGuard, RowGuard, token_closers
 from structout.results import (
     GenerationResult,
     IncrementalText,
@@ -169,6 +172,10 @@ class RowRequest:
     #: ends the output at that length (a point where the grammar can end it too: the caller's
     #: invariant), None lets generation go on. Tool turns use it to end a repeated call.
     end_early: Callable[[bytearray], int | None] | None = None
+    #: JSON output only: the loop guard's settings (None: off); see :mod:`structout.loop_guard`.
+    loop_guard: LoopGuard | None = None
+    #: JSON output only: option sets scored as wholes (:func:`structout.choices.choice_sets`).
+    choices: tuple[tuple[bytes, ...], ...] = ()
 
 
 @dataclass
@@ -190,6 +197,9 @@ class _Row:
     #: The bytes of ``generated[:text_tokens]``, kept for ``end_early`` (extended, not rebuilt).
     text: bytearray = field(default_factory=bytearray)
     text_tokens: int = 0
+    #: The JSON values open in the output (rows with a loop guard or choices).
+    track: JsonTrack | None = None
+    guard: RowGuard | None = None
 
 
 class _Decoder:
@@ -213,6 +223,12 @@ class _Decoder:
             )
             for req in requests
         ]
+        for row in self.rows:
+            if row.matcher is not None and (row.req.loop_guard is not None or row.req.choices):
+                row.track = JsonTrack()
+                if row.req.loop_guard is not None:
+                    row.guard = RowGuard(row.req.loop_guard, row.track, row.req.max_new_tokens)
+        self.scorer = ChoiceScorer(hf_model, tokens, pad_token_id)
         self.pad = pad_token_id
         self.stats = RunStats()
         self.api: Any = _engine_api() if any(r.matcher is not None for r in self.rows) else None
@@ -370,6 +386,7 @@ class _Decoder:
             chunk = self._fit_budget(row, self._close_section(row, chunk))
             row.generated.extend(chunk)
             row.forced += len(chunk)
+            self._observe(row, chunk)
             first.append(list(row.req.prompt_ids) + chunk)
             self._check_done(row)
         self.stats.grammar_ns += time.perf_counter_ns() - t_grammar
@@ -392,28 +409,37 @@ class _Decoder:
                 for eos in tokens.eos_token_ids:
                     if eos < logits.shape[-1]:
                         logits[:, eos] = -np.inf
+            picked = self._steer(logits, active, rng)
             sampled = sample(logits, params, rng)
             deltas: list[tuple[int, bytes]] = []
             t_grammar = time.perf_counter_ns()
             for i in active:
                 row = rows[i]
-                t = int(sampled[i])
                 row.feed = []
-                if t in tokens.eos_token_ids and not params.ignore_eos:
-                    row.done, row.finish_reason = True, "stop"
-                    continue
-                if row.matcher is not None and not row.matcher.accept_token(t):
-                    raise StructoutError(
-                        f"internal error: sampled token {t} ({tokens.token_bytes[t]!r}) was "
-                        "allowed by the mask but rejected by the matcher"
-                    )
-                row.sampled += 1
-                chunk = [t]
+                chosen = picked.get(i)
+                if chosen is None:
+                    t = int(sampled[i])
+                    if t in tokens.eos_token_ids and not params.ignore_eos:
+                        row.done, row.finish_reason = True, "stop"
+                        continue
+                    if row.matcher is not None and not row.matcher.accept_token(t):
+                        raise StructoutError(
+                            f"internal error: sampled token {t} ({tokens.token_bytes[t]!r}) was "
+                            "allowed by the mask but rejected by the matcher"
+                        )
+                    chosen = [t]
+                else:
+                    for t in chosen:  # checked by the scorer: the matcher accepts them here
+                        if not self._matcher(i).accept_token(t):
+                            raise StructoutError(f"internal error: scored option {chosen} refused")
+                row.sampled += len(chosen)
+                chunk = chosen
                 if row.matcher is not None and params.jump_forward:
-                    chunk = self._jump(row, [t]) or chunk
+                    chunk = self._jump(row, list(chosen)) or chunk
                 chunk = self._fit_budget(row, self._close_section(row, chunk))
-                row.forced += len(chunk) - 1  # tokens appended without sampling
+                row.forced += max(len(chunk) - len(chosen), 0)  # appended without sampling
                 row.generated.extend(chunk)
+                self._observe(row, chunk)
                 row.feed = chunk
                 deltas.append((i, tokens.bytes_of(chunk)))
                 self._check_done(row)
@@ -434,6 +460,50 @@ class _Decoder:
                     prefilled.exception()  # wait for the worker; the forward's error wins
                 raise
         return self._finish(t_start, t_prefill, session)
+
+    # ---- content: the loop guard and choices
+    def _observe(self, row: _Row, chunk: list[int]) -> None:
+        """Feed ``chunk``'s bytes to the row's JSON track and let its guard look at them."""
+        if row.track is None or not chunk:
+            return
+        row.track.feed(self.tokens.bytes_of(chunk))
+        if row.guard is not None:
+            row.guard.observe(row.req.max_new_tokens - len(row.generated))
+
+    def _steer(self, logits: np.ndarray, active: list[int], rng: Any) -> dict[int, list[int]]:
+        """Narrow guarded rows' logits to closing tokens; at choice points, pick the option.
+
+        Returns the rows whose next tokens were chosen here (options, accepted by nobody yet)."""
+        picked: dict[int, list[int]] = {}
+        for i in active:
+            row = self.rows[i]
+            if row.track is None:
+                continue
+            if row.guard is not None and row.guard.target is not None:
+                row.guard.narrow(logits[i], token_closers(self.tokens))
+                continue
+            if row.req.choices:
+                option = self._choose(row, logits[i], rng)
+                if option is not None:
+                    picked[i] = option
+        return picked
+
+    def _choose(self, row: _Row, logits: np.ndarray, rng: Any) -> list[int] | None:
+        import numpy as np
+
+        assert row.track is not None and row.matcher is not None
+        prefix = row.track.value_prefix()
+        if prefix is None:
+            return None
+        options = self.scorer.options_here(row.req.choices, prefix, logits, row.matcher)
+        if options is None:
+            return None
+        scores = np.asarray(self.scorer.scores(list(row.req.prompt_ids) + row.generated, options))
+        temperature = self.params.temperature
+        if temperature == 0:
+            return options[int(scores.argmax())]
+        p = np.exp((scores - scores.max()) / temperature)
+        return options[int(rng.choice(len(options), p=p / p.sum()))]
 
     def _close_section(self, row: _Row, chunk: list[int]) -> list[int]:
         """``chunk`` (accepted by the matcher), followed by the section's end marker when this

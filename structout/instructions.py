@@ -124,7 +124,9 @@ def _describe(node: Any, defs: dict[str, Any], depth: int, stack: set[str]) -> s
     if "const" in node:
         return json.dumps(node["const"], ensure_ascii=False)
     if "enum" in node:
-        return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in node["enum"])
+        # Sorted: the order a schema lists its options in must not bias which one is chosen.
+        words = sorted({json.dumps(v, ensure_ascii=False) for v in node["enum"]})
+        return "one of " + ", ".join(words)
     for key in ("anyOf", "oneOf"):
         if key in node:
             parts = [_describe(v, defs, depth + 1, stack) for v in node[key]]

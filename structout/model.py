@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, overloa
 
 from structout import generation as _gen
 from structout.cache import CompileCache, default_cache_dir, get_default_cache
+from structout.choices import choice_sets
 from structout.compiling import compile_target as _compile_target
 from structout.compiling import schema_translator
 from structout.errors import TruncatedOutputError
 from structout.generation import RowRequest, decode
 from structout.limits import Limits
+from structout.loop_guard import LoopGuard
 from structout.reasoning import Reasoned
 from structout.results import GenerationResult, IncrementalText, finalize
 from structout.sampling import DEFAULT_MAX_NEW_TOKENS, SamplingParams
@@ -60,6 +62,8 @@ if TYPE_CHECKING:  # pragma: no cover
         jump_forward: bool
         chat_template: bool
         schema_in_prompt: bool
+        loop_guard: LoopGuard | bool
+        score_choices: bool
 
     class GenerateOptions(StreamOptions, total=False):
         """Keyword options of :meth:`Model.generate` but ``return_result``."""
@@ -460,6 +464,8 @@ class Model:
         tool_format: str | ToolFormat | None = None,
         reasoning: bool = False,
         reasoning_budget: int | None = None,
+        loop_guard: LoopGuard | bool = True,
+        score_choices: bool = True,
     ) -> Any:
         """Generate one value of ``schema`` (a type, a JSON Schema dict or a Grammar).
 
@@ -475,6 +481,12 @@ class Model:
         (True), one (False) or at most ``n``. ``reasoning=True`` lets the model think
         between its markers first (at most ``reasoning_budget`` tokens) and returns a
         :class:`~structout.reasoning.Reasoned` value (with tools: the turn's ``reasoning``).
+
+        JSON outputs (types and JSON Schemas) get two content aids, both only narrowing what the
+        grammar allows: ``loop_guard`` steers a value that repeats itself to its end
+        (:class:`~structout.loop_guard.LoopGuard` settings, ``False`` to turn off), and
+        ``score_choices`` picks ``enum``/``Literal``/``bool`` values by the model's probability
+        of each whole option (see :mod:`structout.choices`).
         """
         if tools is not None or reasoning:
             turn = Turn.make(
@@ -505,6 +517,8 @@ class Model:
             chat_template=chat_template,
             schema_in_prompt=schema_in_prompt,
             ignore_eos=ignore_eos,
+            loop_guard=loop_guard,
+            score_choices=score_choices,
         )[0]
 
     @overload
@@ -572,6 +586,8 @@ class Model:
         chat_template: bool = True,
         schema_in_prompt: bool = True,
         ignore_eos: bool = False,
+        loop_guard: LoopGuard | bool = True,
+        score_choices: bool = True,
     ) -> list[Any]:
         """Generate one value per prompt in a single batched decode.
 
@@ -596,7 +612,8 @@ class Model:
             for p, c in zip(prompts, compiled)
         ]
         requests = [
-            RowRequest(ids, c.grammar, max_new_tokens) for ids, c in zip(prompt_ids, compiled)
+            _row_request(ids, c, max_new_tokens, loop_guard, score_choices)
+            for ids, c in zip(prompt_ids, compiled)
         ]
         tokens = self._token_space(any(c.grammar is not None for c in compiled))
         gen = decode(self.hf_model, tokens, requests, params, self._pad_id())
@@ -646,6 +663,8 @@ class Model:
         jump_forward: bool = True,
         chat_template: bool = True,
         schema_in_prompt: bool = True,
+        loop_guard: LoopGuard | bool = True,
+        score_choices: bool = True,
     ) -> Stream[Any]:
         """Iterate over text chunks as they are generated; the last item is the typed value.
 
@@ -660,7 +679,7 @@ class Model:
         gen = decode(
             self.hf_model,
             tokens,
-            [RowRequest(ids, compiled.grammar, max_new_tokens)],
+            [_row_request(ids, compiled, max_new_tokens, loop_guard, score_choices)],
             params,
             self._pad_id(),
         )
@@ -749,6 +768,29 @@ class Stream(Generic[T]):
 # ------------------------------------------------------------------------------------ helpers
 _default_models: dict[tuple[Any, str], Model] = {}
 _default_lock = threading.Lock()
+
+
+def _row_request(
+    prompt_ids: list[int],
+    compiled: CompiledTarget,
+    max_new_tokens: int,
+    loop_guard: LoopGuard | bool,
+    score_choices: bool,
+) -> RowRequest:
+    """The decode request of one prompt; JSON targets get the loop guard and choice scoring."""
+    target = compiled.target
+    if compiled.grammar is None or target.json_schema is None:
+        return RowRequest(prompt_ids, compiled.grammar, max_new_tokens)
+    if isinstance(loop_guard, bool):
+        guard = LoopGuard() if loop_guard else None
+    elif isinstance(loop_guard, LoopGuard):
+        guard = loop_guard
+    else:
+        raise TypeError(f"loop_guard must be a bool or a LoopGuard, got {loop_guard!r}")
+    choices = choice_sets(target.json_schema) if score_choices else ()
+    return RowRequest(
+        prompt_ids, compiled.grammar, max_new_tokens, loop_guard=guard, choices=choices
+    )
 
 
 def _drain(gen: Any) -> Any:

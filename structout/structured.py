@@ -94,6 +94,8 @@ _GENERATE_OPTIONS = {
     "return_result",
     "chat_template",
     "schema_in_prompt",
+    "loop_guard",
+    "score_choices",
 }
 
 

@@ -1,0 +1,302 @@
+"""The loop guard: when a JSON value starts repeating itself, steer the model to end it.
+
+Small models under a grammar often loop inside a value: a string that repeats a phrase, a number
+that repeats a digit, a key that keeps extending, array items that repeat (or repeat with a
+counter). The grammar knows which tokens would end the value; the guard uses that.
+
+After each step the guard looks at the output written since it last acted:
+
+* a byte repeated ``max_run`` times in a row, or a unit of 2 to ``max_period`` bytes repeated
+  ``min_repeats`` times, or (digits aside) ``counter_repeats`` times;
+* an array item equal to an earlier item of the same array (numbers aside);
+* a number longer than ``max_number_chars`` or a string longer than ``max_string_chars``;
+* ``reserve_tokens`` tokens of the budget left: then every open value is closed, so the output
+  ends complete instead of cut off.
+
+Then it picks the innermost value that holds the whole repeated part (a string, a number, a key,
+the array or object whose members repeat) and, at every following step until that value is
+closed, keeps among the tokens the grammar allows only those that close the innermost open value
+(a quote inside a string, a delimiter after a number, ``]``/``}`` between members). Where the
+grammar allows none of them (a ``minLength`` not reached, a required property still missing) it
+steps aside for that step.
+
+Invariant: the guard only removes tokens from the grammar's own mask and never empties it, so
+every output it steers is still in the grammar's language.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from structout.json_track import KEY, NUMBER, SCALAR_BYTES, STRING, JsonTrack
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from structout.tokens import TokenSpace
+
+__all__ = ["LoopGuard", "RowGuard", "token_closers"]
+
+_DIGITS = re.compile(rb"[0-9]+")
+#: A unit of a counter loop has a letter or a quote: lists of bare numbers are data, not loops.
+_WORDY = re.compile(rb'[A-Za-z"]')
+
+
+@dataclass(frozen=True)
+class LoopGuard:
+    """Settings of the loop guard (``generate(..., loop_guard=LoopGuard(...))``; on by default
+    for JSON outputs, ``loop_guard=False`` turns it off). See :mod:`structout.loop_guard`."""
+
+    #: A byte repeated this many times in a row is a loop.
+    max_run: int = 6
+    #: A unit of 2 to ``max_period`` bytes repeated this many times in a row is a loop.
+    min_repeats: int = 3
+    #: Longest repeating unit looked for, in bytes.
+    max_period: int = 256
+    #: A unit of at least 4 bytes repeated this many times with only its numbers changing
+    #: (``{"id": 1}, {"id": 2}, ...``) is a loop; 0 turns this check off.
+    counter_repeats: int = 4
+    #: Numbers longer than this many characters are ended (a sound choice: a shorter number is
+    #: still validated by the grammar); None: no bound beyond the schema's.
+    max_number_chars: int | None = 12
+    #: Strings (values and keys) longer than this many characters are ended; None: no bound.
+    max_string_chars: int | None = None
+    #: With this many tokens of ``max_new_tokens`` left (at most a quarter of it), close every
+    #: open value; 0 turns this off.
+    reserve_tokens: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("max_run", "min_repeats", "max_period"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 2:
+                raise ValueError(f"LoopGuard.{name} must be an integer >= 2, got {value!r}")
+        for name in ("counter_repeats", "reserve_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"LoopGuard.{name} must be an integer >= 0, got {value!r}")
+        for name in ("max_number_chars", "max_string_chars"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"LoopGuard.{name} must be a positive integer or None")
+
+
+_CLOSING = frozenset(b"]} \t\r\n")
+
+
+class _Closers:
+    """Per-token facts of a vocabulary (boolean numpy arrays over token ids): which tokens close
+    a string, end a scalar, or close a container, from the state just before them; ``*_any``
+    whatever follows the closing byte in the token, ``*_clean`` only ``]``, ``}`` or
+    whitespace (nothing that starts another value)."""
+
+    def __init__(self, token_bytes: list[bytes]) -> None:
+        import numpy as np
+
+        n = len(token_bytes)
+        self.string_any = np.zeros(n, dtype=bool)
+        self.string_clean = np.zeros(n, dtype=bool)
+        self.scalar_any = np.zeros(n, dtype=bool)
+        self.scalar_clean = np.zeros(n, dtype=bool)
+        self.container_any = np.zeros(n, dtype=bool)
+        self.container_clean = np.zeros(n, dtype=bool)
+        for t, data in enumerate(token_bytes):
+            if not data:
+                continue
+            clean = all(b in _CLOSING for b in data)
+            self.scalar_any[t] = data[0] not in SCALAR_BYTES
+            self.scalar_clean[t] = clean
+            stripped = data.lstrip(b" \t\r\n")
+            self.container_any[t] = bool(stripped) and stripped[0] in b"]}"
+            self.container_clean[t] = self.container_any[t] and clean
+            quote = _closing_quote(data)
+            if quote is not None:
+                self.string_any[t] = True
+                self.string_clean[t] = all(b in _CLOSING for b in data[quote + 1 :])
+
+
+def _closing_quote(data: bytes) -> int | None:
+    """Offset of the first unescaped quote of ``data`` read inside a string, or None."""
+    escaped = False
+    for i, b in enumerate(data):
+        if escaped:
+            escaped = False
+        elif b == 0x5C:
+            escaped = True
+        elif b == 0x22:
+            return i
+    return None
+
+
+def token_closers(tokens: TokenSpace) -> _Closers:
+    """The closer facts of ``tokens``' vocabulary, computed once per token space."""
+    closers: _Closers | None = getattr(tokens, "_closers", None)
+    if closers is None:
+        closers = _Closers(tokens.token_bytes)
+        tokens._closers = closers  # type: ignore[attr-defined]
+    return closers
+
+
+def periodic_suffix(s: bytes, guard: LoopGuard) -> int | None:
+    """Length of the shortest repeated suffix of ``s`` the guard calls a loop (units of
+    whitespace alone aside: layouts repeat indentation), or None."""
+    n = len(s)
+    run = guard.max_run
+    if n >= run and s[-run:] == s[-1:] * run and not s[-1:].isspace():
+        return run
+    reps = guard.min_repeats
+    last = s[-1] if n else 0
+    for p in range(2, min(guard.max_period, n // reps) + 1):
+        if s[n - 1 - p] != last:
+            continue
+        span = p * reps
+        if s[n - span : n - p] == s[n - span + p :] and not s[n - p :].isspace():
+            return span
+    return None
+
+
+def counter_suffix(s: bytes, guard: LoopGuard) -> int | None:
+    """Length (in ``s``) of a suffix made of a unit (with a letter or a quote) repeated with
+    only its numbers changing."""
+    reps = guard.counter_repeats
+    if not reps:
+        return None
+    norm = _DIGITS.sub(b"0", s)
+    n = len(norm)
+    last = norm[-1] if n else 0
+    for p in range(4, min(guard.max_period, n // reps) + 1):
+        if norm[n - 1 - p] != last:
+            continue
+        span = p * reps
+        unit = norm[n - p :]
+        if b"0" in unit and _WORDY.search(unit) and norm[n - span : n - p] == norm[n - span + p :]:
+            return len(s) - _original_offset(s, n - span)
+    return None
+
+
+def _original_offset(s: bytes, norm_index: int) -> int:
+    """The offset in ``s`` of the byte at ``norm_index`` of ``s`` with digit runs collapsed."""
+    i = j = 0
+    while j < norm_index and i < len(s):
+        if 0x30 <= s[i] <= 0x39:
+            while i < len(s) and 0x30 <= s[i] <= 0x39:
+                i += 1
+        else:
+            i += 1
+        j += 1
+    return i
+
+
+class RowGuard:
+    """The guard of one generated row: its JSON track and, when active, the value to close."""
+
+    def __init__(self, guard: LoopGuard, track: JsonTrack, budget: int) -> None:
+        self.guard = guard
+        self.track = track
+        track.record_items = True
+        #: Output offset before which nothing counts as part of a loop (moved when it acts).
+        self.floor = 0
+        #: Depth (index in ``track.frames``) of the value being closed; None when inactive.
+        self.target: int | None = None
+        #: Times the guard acted (for results and tests).
+        self.interventions = 0
+        #: Tokens left at which everything is closed.
+        self.reserve = min(guard.reserve_tokens, budget // 4)
+        #: Items seen per open array (by the array's start offset), numbers aside.
+        self._items: dict[int, set[bytes]] = {}
+
+    def observe(self, tokens_left: int) -> None:
+        """Look at the output after the track was fed; activate or finish closing."""
+        track, guard = self.track, self.guard
+        frames = track.frames
+        repeated = self._repeated_item()
+        if self.target is not None:
+            if len(frames) <= self.target:
+                self.target = None
+                self.floor = len(track.data)
+            elif tokens_left <= self.reserve and self.target > 0:
+                self.target = 0
+            return
+        if not frames:
+            return
+        if tokens_left <= self.reserve:
+            self._activate(0)
+            return
+        if repeated is not None:
+            self._activate(repeated)
+            return
+        top = frames[-1]
+        size = len(track.data) - top.start
+        number_cap, string_cap = guard.max_number_chars, guard.max_string_chars
+        if (top.kind == NUMBER and number_cap is not None and size >= number_cap) or (
+            top.kind in (STRING, KEY) and string_cap is not None and size - 1 >= string_cap
+        ):
+            self._activate(len(frames) - 1)
+            return
+        window = max(guard.max_period * max(guard.min_repeats, guard.counter_repeats), 64)
+        lo = max(self.floor, len(track.data) - window)
+        tail = bytes(track.data[lo:])
+        span = periodic_suffix(tail, guard) or counter_suffix(tail, guard)
+        if span is None:
+            return
+        start = len(track.data) - span
+        # The innermost open value that began before the repeated part holds all of it.
+        for depth in range(len(frames) - 1, -1, -1):
+            if frames[depth].start < start:
+                self._activate(depth)
+                return
+
+    def _repeated_item(self) -> int | None:
+        """The depth of an open array whose newest item repeats an earlier one, if any (and
+        forget the items of arrays that closed)."""
+        track = self.track
+        found = None
+        for array, item in track.items_closed:
+            seen = self._items.setdefault(array.start, set())
+            key = _DIGITS.sub(b"0", item)
+            if key in seen and array.start >= self.floor:
+                for depth, frame in enumerate(track.frames):
+                    if frame is array:
+                        found = depth
+            seen.add(key)
+        track.items_closed.clear()
+        if len(self._items) > 64:
+            open_starts = {f.start for f in track.frames}
+            self._items = {k: v for k, v in self._items.items() if k in open_starts}
+        return found
+
+    def _activate(self, depth: int) -> None:
+        self.target = depth
+        self.interventions += 1
+
+    def narrow(self, logits: np.ndarray, closers: _Closers) -> bool:
+        """Keep only the allowed tokens of ``logits`` (one row, disallowed at -inf) that close
+        the innermost open value, when the guard is active and some are allowed. Returns whether
+        it narrowed."""
+        import numpy as np
+
+        if self.target is None:
+            return False
+        top = self.track.top()
+        if top is None:
+            return False
+        # Closing the target itself may go on into what follows it (``",``); closing a value
+        # inside it must not start another value there.
+        own = len(self.track.frames) - 1 == self.target
+        if top.kind in (STRING, KEY):
+            if self.track.escaped:
+                return False
+            cls = closers.string_any if own else closers.string_clean
+        elif top.kind == NUMBER:
+            cls = closers.scalar_any if own else closers.scalar_clean
+        else:
+            cls = closers.container_any if own else closers.container_clean
+        width = min(len(cls), logits.shape[-1])
+        allowed = np.isfinite(logits[:width])
+        keep = allowed & cls[:width]
+        if not keep.any():
+            return False
+        logits[:width][~keep] = -np.inf
+        logits[width:] = -np.inf
+        return True
