@@ -5,8 +5,9 @@ Tasks (fixed; see ``bench/quality_tasks.py``):
 
 * **extraction** (20): a message and a schema of what to pull out of it;
 * **generation** (``--schemas``, default 20): "write a realistic example" for object schemas of
-  the MaskBench development share, drawn with a fixed seed among those whose shortest valid
-  test document has at most 300 characters (so a complete answer fits the budget);
+  the MaskBench development share, drawn with a fixed seed among those of at most 3,000
+  characters whose shortest valid test document has at most 300 characters (so the prompt stays
+  short and a complete answer fits the budget);
 * **classification** (16 items, each run with its labels in the given and the reversed order):
   a ``Literal`` of labels.
 
@@ -56,8 +57,8 @@ def degenerate(text: str) -> bool:
 
 
 def generation_schemas(data_dir: Path, count: int, seed: int) -> list[dict[str, Any]]:
-    """``count`` object schemas of the development share whose shortest valid test document has
-    at most 300 characters, drawn with ``seed``."""
+    """``count`` object schemas of the development share (at most 3,000 characters of JSON) whose
+    shortest valid test document has at most 300 characters, drawn with ``seed``."""
     pool = []
     for path in sorted(data_dir.glob("*.jsonl.gz")):
         with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -66,6 +67,8 @@ def generation_schemas(data_dir: Path, count: int, seed: int) -> list[dict[str, 
                 schema = row["schema"]
                 valid = [t["data"] for t in row["tests"] if t["valid"]]
                 if not isinstance(schema, dict) or schema.get("type") != "object" or not valid:
+                    continue
+                if len(json.dumps(schema)) > 3000:  # its instruction would dwarf the task
                     continue
                 if min(len(json.dumps(v)) for v in valid) <= 300:
                     pool.append({"name": f"{path.name.split('.')[0]}/{row['name']}", **row})

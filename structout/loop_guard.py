@@ -6,8 +6,9 @@ counter). The grammar knows which tokens would end the value; the guard uses tha
 
 After each step the guard looks at the output written since it last acted:
 
-* a byte repeated ``max_run`` times in a row, or a unit of 2 to ``max_period`` bytes repeated
-  ``min_repeats`` times, or (digits aside) ``counter_repeats`` times;
+* a byte repeated ``max_run`` times in a row (zeros and whitespace aside), a unit of 2 to
+  ``max_period`` bytes repeated ``min_repeats`` times, or a unit repeated ``counter_repeats``
+  times with only its numbers changing;
 * an array item equal to an earlier item of the same array (numbers aside);
 * a number longer than ``max_number_chars`` or a string longer than ``max_string_chars``;
 * ``reserve_tokens`` tokens of the budget left: then every open value is closed, so the output
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from structout.tokens import TokenSpace
 
-__all__ = ["LoopGuard", "RowGuard", "token_closers"]
+__all__ = ["LoopGuard", "RowGuard", "TokenClosers", "token_closers"]
 
 _DIGITS = re.compile(rb"[0-9]+")
 #: A unit of a counter loop has a letter or a quote: lists of bare numbers are data, not loops.
@@ -85,7 +86,7 @@ class LoopGuard:
 _CLOSING = frozenset(b"]} \t\r\n")
 
 
-class _Closers:
+class TokenClosers:
     """Per-token facts of a vocabulary (boolean numpy arrays over token ids): which tokens close
     a string, end a scalar, or close a container, from the state just before them; ``*_any``
     whatever follows the closing byte in the token, ``*_clean`` only ``]``, ``}`` or
@@ -114,6 +115,25 @@ class _Closers:
             if quote is not None:
                 self.string_any[t] = True
                 self.string_clean[t] = all(b in _CLOSING for b in data[quote + 1 :])
+        self._packed: dict[int, np.ndarray] = {}
+
+    def get(self, kind: str, own: bool) -> np.ndarray:
+        """The closers of a ``kind`` of value (string, scalar, container): ``*_any`` when the
+        value is the guard's target (``own``), else ``*_clean``."""
+        arr: np.ndarray = getattr(self, f"{kind}_{'any' if own else 'clean'}")
+        return arr
+
+    def packed(self, arr: np.ndarray) -> np.ndarray:
+        """``arr`` (one of this object's arrays) as bitmask words (uint32, little-endian bits)."""
+        import numpy as np
+
+        hit = self._packed.get(id(arr))
+        if hit is None:
+            bits = np.zeros((len(arr) + 31) // 32 * 32, dtype=bool)
+            bits[: len(arr)] = arr
+            hit = np.packbits(bits, bitorder="little").view(np.uint32)
+            self._packed[id(arr)] = hit
+        return hit
 
 
 def _closing_quote(data: bytes) -> int | None:
@@ -129,21 +149,22 @@ def _closing_quote(data: bytes) -> int | None:
     return None
 
 
-def token_closers(tokens: TokenSpace) -> _Closers:
+def token_closers(tokens: TokenSpace) -> TokenClosers:
     """The closer facts of ``tokens``' vocabulary, computed once per token space."""
-    closers: _Closers | None = getattr(tokens, "_closers", None)
+    closers: TokenClosers | None = getattr(tokens, "_closers", None)
     if closers is None:
-        closers = _Closers(tokens.token_bytes)
+        closers = TokenClosers(tokens.token_bytes)
         tokens._closers = closers  # type: ignore[attr-defined]
     return closers
 
 
 def periodic_suffix(s: bytes, guard: LoopGuard) -> int | None:
-    """Length of the shortest repeated suffix of ``s`` the guard calls a loop (units of
-    whitespace alone aside: layouts repeat indentation), or None."""
+    """Length of the shortest repeated suffix of ``s`` the guard calls a loop, or None. Runs of
+    whitespace (layouts indent) and of zeros (``1000000``) are not loops; long numbers are
+    bounded by ``max_number_chars`` instead."""
     n = len(s)
     run = guard.max_run
-    if n >= run and s[-run:] == s[-1:] * run and not s[-1:].isspace():
+    if n >= run and s[-run:] == s[-1:] * run and not s[-1:].isspace() and s[-1:] != b"0":
         return run
     reps = guard.min_repeats
     last = s[-1] if n else 0
@@ -151,7 +172,9 @@ def periodic_suffix(s: bytes, guard: LoopGuard) -> int | None:
         if s[n - 1 - p] != last:
             continue
         span = p * reps
-        if s[n - span : n - p] == s[n - span + p :] and not s[n - p :].isspace():
+        unit = s[n - p :]
+        # A unit of one byte repeated is the p = 1 rule's (zeros and whitespace aside there).
+        if unit != unit[:1] * p and not unit.isspace() and s[n - span : n - p] == s[n - span + p :]:
             return span
     return None
 
@@ -270,33 +293,55 @@ class RowGuard:
         self.target = depth
         self.interventions += 1
 
-    def narrow(self, logits: np.ndarray, closers: _Closers) -> bool:
+    def closing_tokens(self, closers: TokenClosers) -> np.ndarray | None:
+        """The tokens that would close the innermost open value now (a boolean array over token
+        ids), when the guard is active; None otherwise."""
+        if self.target is None:
+            return None
+        top = self.track.top()
+        if top is None or (top.kind in (STRING, KEY) and self.track.escaped):
+            return None
+        # Closing the target itself may go on into what follows it (``",``); closing a value
+        # inside it must not start another value there.
+        kind = (
+            "string"
+            if top.kind in (STRING, KEY)
+            else "scalar"
+            if top.kind == NUMBER
+            else ("container")
+        )
+        own = len(self.track.frames) - 1 == self.target
+        return closers.get(kind, own)
+
+    def narrow(self, logits: np.ndarray, closers: TokenClosers) -> bool:
         """Keep only the allowed tokens of ``logits`` (one row, disallowed at -inf) that close
         the innermost open value, when the guard is active and some are allowed. Returns whether
         it narrowed."""
         import numpy as np
 
-        if self.target is None:
+        cls = self.closing_tokens(closers)
+        if cls is None:
             return False
-        top = self.track.top()
-        if top is None:
-            return False
-        # Closing the target itself may go on into what follows it (``",``); closing a value
-        # inside it must not start another value there.
-        own = len(self.track.frames) - 1 == self.target
-        if top.kind in (STRING, KEY):
-            if self.track.escaped:
-                return False
-            cls = closers.string_any if own else closers.string_clean
-        elif top.kind == NUMBER:
-            cls = closers.scalar_any if own else closers.scalar_clean
-        else:
-            cls = closers.container_any if own else closers.container_clean
         width = min(len(cls), logits.shape[-1])
-        allowed = np.isfinite(logits[:width])
-        keep = allowed & cls[:width]
+        keep = np.isfinite(logits[:width]) & cls[:width]
         if not keep.any():
             return False
         logits[:width][~keep] = -np.inf
         logits[width:] = -np.inf
+        return True
+
+    def narrow_bitmask(self, row: np.ndarray, closers: TokenClosers) -> bool:
+        """:meth:`narrow` on one row of a token bitmask (32-bit words, bit ``i % 32`` of word
+        ``i // 32`` set when token ``i`` is allowed)."""
+        cls = self.closing_tokens(closers)
+        if cls is None:
+            return False
+        packed = closers.packed(cls)
+        width = min(len(packed), len(row))
+        words = row.view("uint32")
+        keep = words[:width] & packed[:width]
+        if not keep.any():
+            return False
+        words[:width] = keep
+        words[width:] = 0
         return True

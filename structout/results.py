@@ -90,6 +90,13 @@ class RunStats:
     forward_passes: int = 0
 
 
+def _ends(text: str, head: int = 120, tail: int = 200) -> str:
+    """``text`` for an error message: all of it when short, else its start and its end."""
+    if len(text) <= head + tail + 20:
+        return repr(text)
+    return f"{text[:head]!r} ... {text[-tail:]!r}"
+
+
 @overload
 def finalize(
     outcome: RowOutcome,
@@ -131,7 +138,8 @@ def finalize(
         raise TruncatedOutputError(
             f"the output was cut off after {len(outcome.token_ids)} tokens (max_new_tokens) "
             f"before the {target.kind.replace('_', ' ')} could be completed; raise "
-            f"max_new_tokens or simplify the schema. Partial output: {text[-200:]!r}",
+            f"max_new_tokens or simplify the schema. Partial output ({len(text)} characters; "
+            f"all of it in .partial): {_ends(text)}",
             partial=text,
         )
     value = target.parse(text)

@@ -7,12 +7,14 @@
         \"\"\"Classify this support ticket: {ticket}\"\"\"
 
     classify("The app crashes when I click save")   # -> "bug"
-    classify.prompt("...")                           # the rendered prompt
+    classify.prompt("...")                           # exactly what the model receives
 
 * The return annotation is the schema, resolved with :func:`typing.get_type_hints` at the first
   call (so ``from __future__ import annotations`` and forward references work).
-* The docstring, dedented and formatted with the bound arguments (defaults applied), is the prompt;
-  write ``{{`` / ``}}`` for literal braces. The function body is not run.
+* The docstring, dedented and formatted with the bound arguments (defaults applied), is the user
+  message (``.user_message(...)``); write ``{{`` / ``}}`` for literal braces. ``.prompt(...)``
+  shows the whole text the model receives (chat template and the schema's instruction). The
+  function body is not run.
 * The model comes from the decorator, else from an enclosing ``with structout.use_model(m):``,
   else :meth:`structout.Model.default`.
 * ``async def`` functions return a coroutine; generation runs in a worker thread so the event loop
@@ -186,18 +188,30 @@ class StructuredFunction(Generic[P, R]):
             )
         return hints["return"]
 
-    def prompt(self, *args: P.args, **kwargs: P.kwargs) -> str:
-        """The prompt for these arguments: the docstring formatted with the bound arguments."""
+    def user_message(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """The user message for these arguments: the docstring formatted with them."""
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return self._template.format(**bound.arguments)
 
     def messages(self, *args: P.args, **kwargs: P.kwargs) -> list[dict[str, str]]:
+        """The chat messages of a call: the system message (if any) and the user message."""
         msgs = []
         if self._system:
             msgs.append({"role": "system", "content": self._system})
-        msgs.append({"role": "user", "content": self.prompt(*args, **kwargs)})
+        msgs.append({"role": "user", "content": self.user_message(*args, **kwargs)})
         return msgs
+
+    def prompt(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """Exactly the text the model receives for these arguments: the messages with the
+        schema's instruction, through the model's chat template (loads the default model when
+        none is set, like a call)."""
+        return self.model.render_prompt(
+            self.messages(*args, **kwargs),
+            self.schema,
+            chat_template=self._options.get("chat_template", True),
+            schema_in_prompt=self._options.get("schema_in_prompt", True),
+        )
 
     @property
     def model(self) -> Model:
@@ -231,7 +245,8 @@ class StructuredFunction(Generic[P, R]):
         if instance is None:
             return self
         bound = functools.partial(self.__call__, instance)
-        bound.prompt = functools.partial(self.prompt, instance)  # type: ignore[attr-defined]
+        for name in ("prompt", "user_message", "messages"):
+            setattr(bound, name, functools.partial(getattr(self, name), instance))
         return bound
 
     def __repr__(self) -> str:

@@ -95,8 +95,12 @@ STRING_SCHEMA = {
 
 def test_guard_ends_a_looping_string() -> None:
     lm = ScriptedLM([_tok("ha"), _tok('"}')])
-    with pytest.raises(TruncatedOutputError):
+    with pytest.raises(TruncatedOutputError) as info:
         _run(lm, STRING_SCHEMA, loop_guard=False)  # unguarded: "hahaha..." until the budget
+    # The error shows where the output started and where it was cut, and keeps all of it.
+    message, partial = str(info.value), info.value.partial
+    assert partial.startswith('{"note": "') and len(partial) > 300
+    assert repr(partial[:40])[:-1] in message and repr(partial[-40:])[1:] in message
     res = _run(lm, STRING_SCHEMA)
     value = _valid(STRING_SCHEMA, res.text)
     assert "hahaha" in value["note"] and len(value["note"]) <= 12, res.text
@@ -283,6 +287,35 @@ def test_periodic_and_counter_suffixes() -> None:
     assert periodic_suffix(b"x A.A.A.", guard) == 6
     assert periodic_suffix(b"x      ", guard) is None  # indentation is not a loop
     assert periodic_suffix(b"2148000", guard) is None
+    assert periodic_suffix(b"1000000000", guard) is None  # zeros: a round number
     text = b'[{"q": 5}, {"q": 6}, {"q": 7}, {"q": 8}, '
     assert counter_suffix(text, guard) == len(text) - 1
     assert counter_suffix(b"[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, ", guard) is None  # just data
+
+
+def test_bitmask_narrowing_equals_logit_narrowing() -> None:
+    """The vLLM backend narrows bitmask rows; the SDK narrows logits: the same tokens remain."""
+    import numpy as np
+
+    from structout.loop_guard import RowGuard, token_closers
+    from structout.tokens import TokenSpace
+
+    tok = llama3_tokenizer()
+    data = [tok.decode([i]).encode("utf-8", "surrogatepass") for i in range(VOCAB)]
+    space = TokenSpace(data, [], VOCAB, lambda s: tok.encode(s, add_special_tokens=False))
+    closers = token_closers(space)
+    rng = np.random.default_rng(0)
+    for prefix in (b'{"a": "hahaha', b'{"a": 1111111', b'[1, 2, [3, 3, 3, 3], ', b'{"k": "x'):
+        guard = RowGuard(LoopGuard(max_run=3, min_repeats=2), JsonTrack(), 1000)
+        guard.track.feed(prefix)
+        guard.observe(1000)
+        guard.target = guard.target if guard.target is not None else 0
+        allowed = rng.random(VOCAB) < 0.3
+        logits = np.where(allowed, 0.0, -np.inf).astype(np.float32)
+        words = np.packbits(np.append(allowed, np.zeros(-VOCAB % 32, bool)), bitorder="little")
+        row = words.view(np.int32).copy()
+        narrowed = guard.narrow(logits, closers)
+        assert guard.narrow_bitmask(row, closers) == narrowed
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:VOCAB].astype(bool)
+        assert (bits == np.isfinite(logits)).all(), prefix
+        assert narrowed == (bits.sum() < allowed.sum())

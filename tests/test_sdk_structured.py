@@ -64,12 +64,27 @@ def test_prompt_is_the_formatted_docstring(model: Model) -> None:
         Text: {text} (literal braces: {{ok}})
         """
 
-    assert summarize.prompt("hello") == (
+    assert summarize.user_message("hello") == (
         "Summarize in 10 words, neutral tone.\n\nText: hello (literal braces: {ok})"
     )
-    assert summarize.prompt("x", 3, tone="dry").startswith("Summarize in 3 words, dry tone.")
+    assert summarize.user_message("x", 3, tone="dry").startswith("Summarize in 3 words, dry tone.")
     with pytest.raises(TypeError):
-        summarize.prompt()  # missing argument, like a normal call
+        summarize.user_message()  # missing argument, like a normal call
+
+
+def test_prompt_is_exactly_what_the_model_receives(model: Model) -> None:
+    @structured(model=model, system="Be brief.")
+    def classify(ticket: str) -> Literal["question", "bug", "feature"]:
+        """Classify this support ticket: {ticket}"""
+
+    shown = classify.prompt("It crashes")
+    assert shown == model.render_prompt(classify.messages("It crashes"), classify.schema)
+    assert "Be brief." in shown and "Classify this support ticket: It crashes" in shown
+    # The schema's instruction, its options in an order that does not depend on the schema's.
+    assert '"bug", "feature", "question"' in shown
+    ids = model.tokenizer(shown, add_special_tokens=False)["input_ids"]
+    messages = classify.messages("It crashes")
+    assert ids == model._prompt_ids(messages, model_mod.resolve_schema(classify.schema), True, True)
 
 
 def test_future_annotations_and_forward_references(model: Model) -> None:
@@ -165,7 +180,7 @@ def test_methods_and_grammar_override(model: Model) -> None:
             """You are {self.name}. Mood: {mood}"""
 
     bot = Bot()
-    assert bot.greet.prompt("happy") == "You are Ada. Mood: happy"
+    assert bot.greet.user_message("happy") == "You are Ada. Mood: happy"
     assert bot.greet("happy") in ("hi Ada", "bye Ada")
 
 

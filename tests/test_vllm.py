@@ -454,6 +454,49 @@ class TestOffline:
         assert torch.equal(one_by_one, batched)
         assert not torch.equal(batched[0], batched[2])
 
+    def test_loop_guard_narrows_json_masks(self, llm: Any, monkeypatch: Any) -> None:
+        """With STRUCTOUT_LOOP_GUARD=1, a JSON request whose string repeats itself may only close
+        it; rollback forgets the loop; other kinds and unset servers are untouched."""
+        config = llm.llm_engine.vllm_config
+        size = int(config.model_config.get_vocab_size())
+        tok = llm.get_tokenizer()
+        schema = json.dumps(
+            {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+        )
+        head = tok.encode('{"note": "ok', add_special_tokens=False)
+        loop = tok.encode(" haha haha haha haha", add_special_tokens=False)
+
+        def allowed(backend: StructoutBackend, tokens: list[int]) -> set[int]:
+            grammar = backend.compile_grammar(StructuredOutputOptions.JSON, schema, None)
+            assert grammar.accept_tokens("r", tokens)
+            bitmask = backend.allocate_token_bitmask(1)
+            grammar.fill_bitmask(bitmask, 0)
+            bits = np.unpackbits(bitmask[0].numpy().view(np.uint8), bitorder="little")
+            return {int(i) for i in np.flatnonzero(bits[:size])}
+
+        monkeypatch.delenv("STRUCTOUT_LOOP_GUARD", raising=False)
+        plain = StructoutBackend(config, tokenizer=None, vocab_size=size)
+        monkeypatch.setenv("STRUCTOUT_LOOP_GUARD", "1")
+        guarded = StructoutBackend(config, tokenizer=None, vocab_size=size)
+        vocab = guarded.vocabulary()
+        wide = allowed(plain, head + loop)
+        narrow = allowed(guarded, head + loop)
+        assert narrow and narrow < wide
+        assert all(b'"' in vocab.token_bytes(t) for t in narrow)
+        assert allowed(guarded, head) == allowed(plain, head)  # no loop yet: untouched
+        grammar = guarded.compile_grammar(StructuredOutputOptions.JSON, schema, None)
+        assert grammar.accept_tokens("r", head + loop)
+        grammar.rollback(len(loop))
+        bitmask = guarded.allocate_token_bitmask(1)
+        grammar.fill_bitmask(bitmask, 0)
+        bits = np.unpackbits(bitmask[0].numpy().view(np.uint8), bitorder="little")
+        assert {int(i) for i in np.flatnonzero(bits[:size])} == allowed(plain, head)
+        regex = guarded.compile_grammar(StructuredOutputOptions.REGEX, "(ha| )*x", None)
+        assert regex.accept_tokens("r", loop)
+        regex.fill_bitmask(bitmask, 0)
+        bits = np.unpackbits(bitmask[0].numpy().view(np.uint8), bitorder="little")
+        assert len(np.flatnonzero(bits[:size])) > 1  # not JSON: no guard
+
 
 # --------------------------------------------------------------------------------- reasoning
 #: Two of SmolLM2's unused special tokens, renamed: the model's vocabulary keeps its size.

@@ -16,6 +16,11 @@ Invariants:
   matcher's state is always that after the request's text tokens.
 * ``_fed`` is the list of tokens the matcher has consumed; a rollback beyond the matcher's
   window replays them (never expected: vLLM rolls back at most its speculative tokens).
+* With ``STRUCTOUT_LOOP_GUARD=1`` in the server's environment, JSON requests (``json`` and
+  ``json_object``) get the SDK's loop guard (:mod:`structout.loop_guard`, without the budget
+  reserve: a backend does not see ``max_tokens``): a row's mask is narrowed to the tokens that
+  close a value repeating itself. It only removes tokens from the grammar's mask; its state is
+  rebuilt from ``_fed`` on rollback.
 * Nothing here raises into the engine's step: compilation errors surface in
   :meth:`StructoutBackend.compile_grammar`, which vLLM runs per request and whose failure ends
   only that request.
@@ -24,6 +29,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -38,6 +44,8 @@ from vllm.v1.structured_output.backend_types import (
 from structout.cache import get_default_cache
 from structout.errors import RollbackError, StructoutError
 from structout.integrations.vllm.specs import LIMITS, request_kbnf
+from structout.json_track import JsonTrack
+from structout.loop_guard import LoopGuard, RowGuard, TokenClosers
 
 __all__ = ["StructoutBackend", "StructoutGrammar"]
 
@@ -45,6 +53,42 @@ logger = logging.getLogger(__name__)
 
 #: Rollback window of every matcher beyond vLLM's speculative tokens (a margin, not a need).
 _ROLLBACK_MARGIN = 8
+#: Request kinds whose output is JSON (where the loop guard applies).
+_JSON_KINDS = ("JSON", "JSON_OBJECT")
+#: "Tokens left" the guard is told: a backend does not know the request's budget.
+_UNKNOWN_BUDGET = 1 << 30
+
+
+def loop_guard_from_env() -> LoopGuard | None:
+    """The loop guard settings of this server: ``STRUCTOUT_LOOP_GUARD`` = ``1``/``true``/``on``
+    turns the defaults on (no budget reserve), anything else leaves it off."""
+    value = os.environ.get("STRUCTOUT_LOOP_GUARD", "").strip().lower()
+    return LoopGuard(reserve_tokens=0) if value in ("1", "true", "on", "yes") else None
+
+
+class _Guarded:
+    """The loop guard of one request: its settings, the vocabulary's closers and token bytes,
+    and the guard state after the tokens fed so far."""
+
+    def __init__(self, setting: LoopGuard, closers: TokenClosers, token_bytes: list[bytes]):
+        self.setting = setting
+        self.closers = closers
+        self.token_bytes = token_bytes
+        self.guard = RowGuard(setting, JsonTrack(), 0)
+
+    def feed(self, token: int) -> None:
+        data = self.token_bytes[token] if token < len(self.token_bytes) else b""
+        if data:
+            self.guard.track.feed(data)
+            self.guard.observe(_UNKNOWN_BUDGET)
+
+    def replay(self, tokens: list[int]) -> None:
+        self.guard = RowGuard(self.setting, JsonTrack(), 0)
+        for token in tokens:
+            self.feed(token)
+
+    def narrow(self, row: np.ndarray) -> None:
+        self.guard.narrow_bitmask(row, self.closers)
 
 
 class _Stops:
@@ -76,9 +120,10 @@ class _Stops:
 class StructoutGrammar(StructuredOutputGrammar):
     """One request's parse state (``StructuredOutputGrammar`` of vLLM)."""
 
-    def __init__(self, matcher: Any, stops: _Stops) -> None:
+    def __init__(self, matcher: Any, stops: _Stops, guarded: _Guarded | None = None) -> None:
         self._matcher = matcher
         self._stops = stops
+        self._guarded = guarded
         self._fix = bool(stops.clear or stops.where_finished)
         self._fed: list[int] = []
         #: A stop id was accepted (counted as one step by vLLM's rollbacks).
@@ -109,6 +154,8 @@ class StructoutGrammar(StructuredOutputGrammar):
         if token in self._stops.clear or not self._matcher.accept_token(token):
             return False
         self._fed.append(token)
+        if self._guarded is not None:
+            self._guarded.feed(token)
         return True
 
     def validate_tokens(self, tokens: list[int]) -> list[int]:
@@ -147,11 +194,15 @@ class StructoutGrammar(StructuredOutputGrammar):
             for token in self._fed[:keep]:
                 self._matcher.accept_token(token)
         del self._fed[keep:]
+        if self._guarded is not None:
+            self._guarded.replay(self._fed)
 
     def reset(self) -> None:
         self._matcher.reset()
         self._fed.clear()
         self._terminated = False
+        if self._guarded is not None:
+            self._guarded.replay([])
 
     # ---------------------------------------------------------------------------- queries
     def fill_bitmask(self, bitmask: torch.Tensor, idx: int) -> None:
@@ -159,8 +210,14 @@ class StructoutGrammar(StructuredOutputGrammar):
         GIL released)."""
         array = bitmask.numpy()
         self._matcher.fill_next_token_bitmask(array, idx)
+        self._finish_row(array[idx])
+
+    def _finish_row(self, row: np.ndarray) -> None:
+        """After the native fill of ``row``: the request's stop ids, then the loop guard."""
         if self._fix:
-            self._stops.fix_row(array[idx].view(np.uint32), self._matcher.can_finish())
+            self._stops.fix_row(row.view(np.uint32), self._matcher.can_finish())
+        if self._guarded is not None:
+            self._guarded.narrow(row)
 
     def is_terminated(self) -> bool:
         return self._terminated
@@ -186,6 +243,9 @@ class StructoutBackend(StructuredOutputBackend):
         self.max_rollback_tokens = spec + _ROLLBACK_MARGIN
         self._vocab: Any = None
         self._vocab_lock = threading.Lock()
+        #: The loop guard for JSON requests (``STRUCTOUT_LOOP_GUARD``), and what it needs.
+        self.loop_guard = loop_guard_from_env()
+        self._closers: tuple[TokenClosers, list[bytes]] | None = None
 
     def vocabulary(self) -> Any:
         """The structout vocabulary of the engine's tokenizer (built on first use)."""
@@ -203,9 +263,21 @@ class StructoutBackend(StructuredOutputBackend):
         kbnf = request_kbnf(str(request_type.name), grammar_spec, self.limits)
         compiled = get_default_cache().compiled_grammar(kbnf, vocab, self.limits.engine_options())
         matcher = compiled.matcher(max_rollback_tokens=self.max_rollback_tokens)
+        guarded = None
+        if self.loop_guard is not None and str(request_type.name) in _JSON_KINDS:
+            closers, token_bytes = self._token_closers(vocab)
+            guarded = _Guarded(self.loop_guard, closers, token_bytes)
         return StructoutGrammar(
-            matcher, _Stops(stop_token_ids, vocab.eos_token_ids, self.vocab_size)
+            matcher, _Stops(stop_token_ids, vocab.eos_token_ids, self.vocab_size), guarded
         )
+
+    def _token_closers(self, vocab: Any) -> tuple[TokenClosers, list[bytes]]:
+        with self._vocab_lock:
+            if self._closers is None:
+                token_bytes = list(vocab.all_token_bytes())[: self.vocab_size]
+                token_bytes += [b""] * (self.vocab_size - len(token_bytes))
+                self._closers = (TokenClosers(token_bytes), token_bytes)
+            return self._closers
 
     @staticmethod
     def fill_rows(
@@ -223,8 +295,7 @@ class StructoutBackend(StructuredOutputBackend):
             [g.matcher for g, _ in rows], array, [i for _, i in rows], num_threads=num_threads
         )
         for grammar, index in rows:
-            if grammar._fix:
-                grammar._stops.fix_row(array[index].view(np.uint32), grammar.matcher.can_finish())
+            grammar._finish_row(array[index])
 
     def allocate_token_bitmask(self, max_num_seqs: int) -> torch.Tensor:
         return torch.full((max_num_seqs, (self.vocab_size + 31) // 32), -1, dtype=torch.int32)
