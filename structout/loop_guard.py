@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from structout.json_track import KEY, NUMBER, SCALAR_BYTES, STRING, JsonTrack
 
@@ -162,39 +162,44 @@ def periodic_suffix(s: bytes, guard: LoopGuard) -> int | None:
     """Length of the shortest repeated suffix of ``s`` the guard calls a loop, or None. Runs of
     whitespace (layouts indent) and of zeros (``1000000``) are not loops; long numbers are
     bounded by ``max_number_chars`` instead."""
-    n = len(s)
     run = guard.max_run
-    if n >= run and s[-run:] == s[-1:] * run and not s[-1:].isspace() and s[-1:] != b"0":
+    if len(s) >= run and s[-run:] == s[-1:] * run and not s[-1:].isspace() and s[-1:] != b"0":
         return run
-    reps = guard.min_repeats
-    last = s[-1] if n else 0
-    for p in range(2, min(guard.max_period, n // reps) + 1):
-        if s[n - 1 - p] != last:
-            continue
-        span = p * reps
-        unit = s[n - p :]
-        # A unit of one byte repeated is the p = 1 rule's (zeros and whitespace aside there).
-        if unit != unit[:1] * p and not unit.isspace() and s[n - span : n - p] == s[n - span + p :]:
-            return span
-    return None
+
+    # A unit of one byte repeated is the rule above's (zeros and whitespace aside there).
+    def loop(unit: bytes) -> bool:
+        return unit != unit[:1] * len(unit) and not unit.isspace()
+
+    return _repeated_suffix(s, 2, guard.max_period, guard.min_repeats, loop)
 
 
 def counter_suffix(s: bytes, guard: LoopGuard) -> int | None:
     """Length (in ``s``) of a suffix made of a unit (with a letter or a quote) repeated with
     only its numbers changing."""
-    reps = guard.counter_repeats
-    if not reps:
+    if not guard.counter_repeats:
         return None
     norm = _DIGITS.sub(b"0", s)
-    n = len(norm)
-    last = norm[-1] if n else 0
-    for p in range(4, min(guard.max_period, n // reps) + 1):
-        if norm[n - 1 - p] != last:
+
+    def loop(unit: bytes) -> bool:
+        return b"0" in unit and _WORDY.search(unit) is not None
+
+    span = _repeated_suffix(norm, 4, guard.max_period, guard.counter_repeats, loop)
+    return None if span is None else len(s) - _original_offset(s, len(norm) - span)
+
+
+def _repeated_suffix(
+    s: bytes, shortest: int, longest: int, reps: int, loop: Callable[[bytes], bool]
+) -> int | None:
+    """Length of the shortest suffix of ``s`` made of a unit of ``shortest`` to ``longest``
+    bytes repeated ``reps`` times, for which ``loop(unit)`` holds; None when there is none."""
+    n = len(s)
+    last = s[-1] if n else 0
+    for p in range(shortest, min(longest, n // reps) + 1):
+        if s[n - 1 - p] != last:  # cheap filter: the last byte must repeat at distance p
             continue
         span = p * reps
-        unit = norm[n - p :]
-        if b"0" in unit and _WORDY.search(unit) and norm[n - span : n - p] == norm[n - span + p :]:
-            return len(s) - _original_offset(s, n - span)
+        if s[n - span : n - p] == s[n - span + p :] and loop(s[n - p :]):
+            return span
     return None
 
 
