@@ -74,6 +74,7 @@ __all__ = [
     "Timings",
     "TokenSpace",
     "decode",
+    "decode_with_matchers",
     "finalize",
     "resolve_schema",
 ]
@@ -603,3 +604,28 @@ def decode(
     dec = _Decoder(hf_model, tokens, requests, params, pad_token_id)
     outcomes = yield from dec.run()
     return outcomes, dec.stats
+
+
+def decode_with_matchers(
+    hf_model: Any,
+    tokens: TokenSpace,
+    requests: Sequence[RowRequest],
+    params: SamplingParams,
+    pad_token_id: int,
+) -> tuple[
+    Generator[tuple[int, bytes], None, tuple[list[RowOutcome], RunStats]], list[Matcher | None]
+]:
+    """:func:`decode`, plus each row's matcher (None: unconstrained), for callers that look at
+    the grammar's state after each chunk (partial streaming).
+
+    Invariant: when the generator yields ``(row, bytes)``, that row's matcher has accepted exactly
+    the output so far and nothing touches it until the caller resumes the generator; the caller
+    must only read it (``forced_bytes``, ``fill_next_token_bitmask``, ``fork``), never advance it.
+    """
+    dec = _Decoder(hf_model, tokens, requests, params, pad_token_id)
+
+    def run() -> Generator[tuple[int, bytes], None, tuple[list[RowOutcome], RunStats]]:
+        outcomes = yield from dec.run()
+        return outcomes, dec.stats
+
+    return run(), [row.matcher for row in dec.rows]

@@ -35,7 +35,7 @@ from structout.choices import choice_sets
 from structout.compiling import compile_target as _compile_target
 from structout.compiling import schema_translator
 from structout.errors import TruncatedOutputError
-from structout.generation import RowRequest, decode
+from structout.generation import RowRequest, decode, decode_with_matchers
 from structout.limits import Limits
 from structout.loop_guard import LoopGuard
 from structout.reasoning import Reasoned
@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import TypedDict, Unpack
 
     from structout._engine import CompiledGrammar
+    from structout.partial_stream import PartialStream
 
     class StreamOptions(TypedDict, total=False):
         """Keyword options of :meth:`Model.stream` (and of ``generate``), for the overloads."""
@@ -635,6 +636,26 @@ class Model:
         self,
         prompt_or_messages: Prompt,
         schema: type[T],
+        *,
+        partial: Literal[True],
+        **options: Unpack[StreamOptions],
+    ) -> PartialStream[T]: ...
+    @overload
+    def stream(
+        self,
+        prompt_or_messages: Prompt,
+        schema: Any,
+        *,
+        partial: Literal[True],
+        **options: Unpack[StreamOptions],
+    ) -> PartialStream[Any]: ...
+    @overload
+    def stream(
+        self,
+        prompt_or_messages: Prompt,
+        schema: type[T],
+        *,
+        partial: Literal[False] = ...,
         **options: Unpack[StreamOptions],
     ) -> Stream[T]: ...
     @overload
@@ -642,6 +663,8 @@ class Model:
         self,
         prompt_or_messages: Prompt,
         schema: KBNF | None = ...,
+        *,
+        partial: Literal[False] = ...,
         **options: Unpack[StreamOptions],
     ) -> Stream[str]: ...
     @overload
@@ -649,6 +672,8 @@ class Model:
         self,
         prompt_or_messages: Prompt,
         schema: Any,
+        *,
+        partial: Literal[False] = ...,
         **options: Unpack[StreamOptions],
     ) -> Stream[Any]: ...
     def stream(
@@ -665,24 +690,32 @@ class Model:
         schema_in_prompt: bool = True,
         loop_guard: LoopGuard | bool = True,
         score_choices: bool = True,
-    ) -> Stream[Any]:
+        partial: bool = False,
+    ) -> Stream[Any] | PartialStream[Any]:
         """Iterate over text chunks as they are generated; the last item is the typed value.
 
         ``for item in model.stream(p, schema=T)``: every item but the last is a ``str`` chunk
         (their concatenation is the output text); the last is the value ``generate`` would return.
         After the loop, ``stream.result`` holds the full :class:`GenerationResult`.
+
+        ``partial=True`` (JSON targets) yields :class:`~structout.partial_stream.Snapshot` values
+        instead: the object under construction as a ``Partial[T]`` and the JSON pointers of the
+        values the grammar has made final (see :mod:`structout.partial_stream`); also ``async
+        for``.
         """
         compiled = self.compile(schema)
         params = SamplingParams(max_new_tokens, temperature, top_p, seed, jump_forward, False)
         ids = self._prompt_ids(prompt_or_messages, compiled.target, chat_template, schema_in_prompt)
         tokens = self._token_space(compiled.grammar is not None)
-        gen = decode(
-            self.hf_model,
-            tokens,
-            [_row_request(ids, compiled, max_new_tokens, loop_guard, score_choices)],
-            params,
-            self._pad_id(),
-        )
+        request = _row_request(ids, compiled, max_new_tokens, loop_guard, score_choices)
+        if partial:
+            from structout.partial_stream import PartialStream
+
+            run, (matcher,) = decode_with_matchers(
+                self.hf_model, tokens, [request], params, self._pad_id()
+            )
+            return PartialStream(run, matcher, tokens, compiled, len(ids), schema)
+        gen = decode(self.hf_model, tokens, [request], params, self._pad_id())
         return Stream(gen, compiled, len(ids))
 
     def _generate_turn(

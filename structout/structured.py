@@ -31,7 +31,7 @@ import inspect
 import string
 import sys
 import typing
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar, overload
 
 if sys.version_info >= (3, 10):
@@ -41,11 +41,13 @@ else:  # pragma: no cover - typing_extensions comes with pydantic, which typed s
 
 if TYPE_CHECKING:  # pragma: no cover
     from structout.model import Model
+    from structout.partial_stream import PartialStream
 
 __all__ = ["StructuredFunction", "current_model", "structured", "use_model"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 _model_var: contextvars.ContextVar[Model | None] = contextvars.ContextVar(
     "structout_model", default=None
@@ -236,6 +238,22 @@ class StructuredFunction(Generic[P, R]):
         ctx = contextvars.copy_context()
         return await loop.run_in_executor(None, ctx.run, self._generate, model, messages, schema)
 
+    @overload
+    def stream(
+        self: StructuredFunction[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs
+    ) -> PartialStream[T]: ...
+    @overload
+    def stream(
+        self: StructuredFunction[P, T], *args: P.args, **kwargs: P.kwargs
+    ) -> PartialStream[T]: ...
+    def stream(self, *args: Any, **kwargs: Any) -> Any:
+        """A streaming call: :class:`~structout.partial_stream.Snapshot` values of the object
+        under construction (``Model.stream(..., partial=True)``); iterate with ``for`` or, in a
+        coroutine, ``async for`` (both for ``def`` and ``async def`` functions)."""
+        options = {k: v for k, v in self._options.items() if k != "return_result"}
+        stream: Callable[..., Any] = self.model.stream
+        return stream(self.messages(*args, **kwargs), self.schema, partial=True, **options)
+
     def _generate(self, model: Model, messages: list[dict[str, str]], schema: Any) -> Any:
         generate: Callable[..., Any] = model.generate
         return generate(messages, schema, **self._options)
@@ -245,7 +263,7 @@ class StructuredFunction(Generic[P, R]):
         if instance is None:
             return self
         bound = functools.partial(self.__call__, instance)
-        for name in ("prompt", "user_message", "messages"):
+        for name in ("prompt", "user_message", "messages", "stream"):
             setattr(bound, name, functools.partial(getattr(self, name), instance))
         return bound
 

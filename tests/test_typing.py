@@ -46,12 +46,22 @@ def check(model: structout.Model, vocab: structout.Vocabulary) -> None:
     reveal_type(model.generate("Say hi."))
     reveal_type(model.generate_batch(["a", "b"], City))
     reveal_type(model.stream("Name a city.", schema=City))
+    reveal_type(model.stream("Name a city.", schema=City, partial=True))
+    for snap in model.stream("Name a city.", City, partial=True, max_new_tokens=9):
+        reveal_type(snap)
+        reveal_type(snap.partial)
+        reveal_type(snap.value)
+    reveal_type(model.stream("Name a city.", {"type": "object"}, partial=True))
     reveal_type(structout.compile_type(City, vocab))
     reveal_type(model.generate("Weather?", tools=[get_weather, City], tool_choice="required"))
     reveal_type(model.generate("Weather?", tools=[get_weather], return_result=True))
     reveal_type(model.generate("Name a city.", City, reasoning=True, reasoning_budget=64))
     reveal_type(model.generate("Say hi.", reasoning=True))
     reveal_type(model.generate("Weather?", tools=[get_weather]).tool_calls[0].arguments)
+
+async def acheck(model: structout.Model) -> None:
+    async for snap in model.stream("Name a city.", City, partial=True):
+        reveal_type(snap)
 
 @structout.structured
 def city(country: str) -> City:
@@ -63,6 +73,8 @@ async def acity(country: str) -> City:
 
 reveal_type(city("France"))
 reveal_type(acity("France"))
+reveal_type(city.stream("France"))
+reveal_type(acity.stream("France"))
 """
 
 
@@ -96,13 +108,21 @@ def test_mypy_sees_the_schema_type(tmp_path: Path) -> None:
         "str",
         "list[snippet.City]",
         "structout.model.Stream[snippet.City]",
+        "structout.partial_stream.PartialStream[snippet.City]",
+        "structout.partial_stream.Snapshot[snippet.City]",
+        "structout.partial.Partial[snippet.City]",
+        "snippet.City | None",
+        "structout.partial_stream.PartialStream[Any]",
         "structout._engine.CompiledGrammar",
         "structout.tools.AssistantTurn",
         "structout.results.GenerationResult[structout.tools.AssistantTurn]",
         "structout.reasoning.Reasoned[snippet.City]",
         "structout.reasoning.Reasoned[str]",
         "Any",
+        "structout.partial_stream.Snapshot[snippet.City]",
         "snippet.City",
         "typing.Coroutine[Any, Any, snippet.City]",
+        "structout.partial_stream.PartialStream[snippet.City]",
+        "structout.partial_stream.PartialStream[snippet.City]",
     ], out + err
     assert "error:" not in out, out
