@@ -35,6 +35,8 @@ from structout.masks import (
     fill_next_token_bitmasks,
 )
 from structout.model import Model, Stream
+from structout.partial import Partial
+from structout.partial_stream import PartialStream, Snapshot
 from structout.reasoning import Reasoned
 from structout.results import GenerationResult, Timings
 from structout.schema import to_kbnf
@@ -55,10 +57,13 @@ __all__ = [
     "LoopGuard",
     "Matcher",
     "Model",
+    "Partial",
+    "PartialStream",
     "Reasoned",
     "RollbackError",
     "SchemaError",
     "SchemaValidationError",
+    "Snapshot",
     "Stream",
     "StructoutError",
     "Timings",

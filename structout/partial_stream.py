@@ -109,6 +109,8 @@ def _open_text(raw: bytes, escaped: bool) -> str:
             text: str = json.loads(b'"' + raw[:cut] + b'"')
         except ValueError:  # an escape or a UTF-8 sequence cut short
             continue
+        if text and "\ud800" <= text[-1] <= "\udbff":  # half of an escaped surrogate pair
+            text = text[:-1]
         return text
     return ""
 
