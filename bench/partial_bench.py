@@ -13,8 +13,13 @@ accepted them) and the production snapshot code, timing only that code:
   number) and the JSON builder;
 * *snapshot*: building the ``Partial[T]`` value (copy of the tree + Pydantic validation).
 
-Reported: microseconds per generated token and per decode step (medians over the replays), next
-to the model's own time per token in the streamed run (decode time / tokens). The non-streaming
+Reported: microseconds per generated token and per decode step (medians over the replays; the
+grammar's mask cache is warm then, as it is for the decode loop's own fill that follows each
+snapshot); the same code's time per token in the live streamed run (once: finality / snapshot,
+the first fill of a mask is a cache miss); the decode loop's own mask time per sampled token in
+``generate`` and in the streamed run (``Timings.mask_us_per_token``: after a snapshot filled a
+state's mask, the loop's fill of the same state hits the cache); and the model's decode time per
+token in the streamed run. The non-streaming
 path runs none of this code (``generate`` uses ``decode``, which has no snapshot hook).
 """
 
@@ -116,10 +121,14 @@ def main() -> int:
                 yield row, data
 
         stream._gen = recorded()
+        finality.reset()
+        snapshot.reset()
         snaps = list(stream)
+        live_ns = (finality.ns, snapshot.ns)
         res = stream.result
         assert res is not None and snaps[-1].value == want.value, (res.text, want.text)
         tokens = len(res.token_ids)
+        live = (live_ns[0] / 1e3 / tokens, live_ns[1] / 1e3 / tokens)
         model_us = (res.timings.total_ms - res.timings.prefill_ms) * 1e3 / tokens
         per_token: dict[str, list[float]] = {"finality": [], "snapshot": []}
         for _ in range(args.replays):
@@ -140,6 +149,10 @@ def main() -> int:
                 "snapshot_us_per_token": snap,
                 "total_us_per_token": fin + snap,
                 "total_us_per_step": (fin + snap) * tokens / len(chunks),
+                "live_finality_us_per_token": live[0],
+                "live_snapshot_us_per_token": live[1],
+                "generate_mask_us_per_token": want.timings.mask_us_per_token,
+                "stream_mask_us_per_token": res.timings.mask_us_per_token,
                 "model_decode_us_per_token": model_us,
             }
         )
@@ -149,13 +162,16 @@ def main() -> int:
     )
     print(
         f"{'jump-forward':<14}{'tokens':>7}{'steps':>7}{'finality':>10}{'snapshot':>10}"
-        f"{'total us/tok':>14}{'us/step':>9}{'decode us/tok':>15}"
+        f"{'total us/tok':>14}{'us/step':>9}{'live fin/snap':>15}{'loop mask gen/str':>19}"
+        f"{'decode us/tok':>15}"
     )
     for r in rows:
         print(
             f"{'on' if r['jump_forward'] else 'off':<14}{r['tokens']:>7}{r['steps']:>7}"
             f"{r['finality_us_per_token']:>10.1f}{r['snapshot_us_per_token']:>10.1f}"
             f"{r['total_us_per_token']:>14.1f}{r['total_us_per_step']:>9.1f}"
+            f"{r['live_finality_us_per_token']:>8.1f}/{r['live_snapshot_us_per_token']:<6.1f}"
+            f"{r['generate_mask_us_per_token']:>12.1f}/{r['stream_mask_us_per_token']:<6.1f}"
             f"{r['model_decode_us_per_token']:>15.0f}"
         )
     if args.json:

@@ -15,9 +15,18 @@ the text:
   (``0-9 + - . e E`` and the literals' letters), e.g. ``"level": 20`` when the schema says
   ``le=20``.
 
-Values appear in the partial object when they are final; the one string still being written is
-shown with its text so far (``Snapshot.open`` names it; it is never final). Containers appear as
-soon as they open. The last snapshot has ``done=True`` and ``value``: the validated ``T`` that
+* A member of an object under a key that may come again (``additionalProperties``,
+  ``patternProperties``: the translator writes declared properties once each) is final only when
+  that object is, since a repeated key replaces it (:class:`_Schemas`).
+
+Nothing else can make a value final early: structout's JSON grammars write fixed separators (no
+optional whitespace), so wherever two bytes may follow, one of them extends the innermost open
+string or container (a string's next character, a container's ``,``), which is then not final,
+nor is anything around it; only a number or a literal can stop growing at such a branch.
+
+Values appear in the partial object once closed (numbers and literals included); the one string
+still being written is shown with its text so far (``Snapshot.open`` names it; it is never final).
+Containers appear as soon as they open. The last snapshot has ``done=True`` and ``value``: the validated ``T`` that
 ``generate`` returns for the same call (same decoding).
 
 Invariant (the :class:`_Builder`): it has read the output so far followed by ``ahead``, a prefix of

@@ -334,6 +334,20 @@ def test_structured_functions_stream() -> None:
     assert [s.partial for s in asyncio.run(collect())] == [s.partial for s in snaps]
 
 
+def test_generate_runs_no_snapshot_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    from structout import partial_stream
+
+    def boom(*args: Any) -> None:
+        raise AssertionError("snapshot code on the non-streaming path")
+
+    monkeypatch.setattr(partial_stream._Finality, "__init__", boom)
+    monkeypatch.setattr(partial_stream._Builder, "__init__", boom)
+    lm = ScriptedLM([_tok(t) for t in ("Bob", "2", "0", '"', "armor", "1", "{", "true")])
+    model = _model(lm)
+    assert isinstance(model.generate("x", Sheet, **_options(True)), Sheet)
+    assert [type(x) for x in model.stream("x", Sheet, **_options(True))][-1] is Sheet
+
+
 def test_partial_needs_a_json_target() -> None:
     model = _model(ScriptedLM([_tok("a")]))
     with pytest.raises(ValueError, match="JSON"):
