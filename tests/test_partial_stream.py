@@ -15,6 +15,7 @@ value.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import random
@@ -29,6 +30,7 @@ pytest.importorskip("pydantic")
 from pydantic import BaseModel, Field
 from test_sdk_content import ScriptedLM, _model, _tok
 from test_sdk_support import native_engine_available
+from typing_extensions import TypedDict
 
 import structout
 from structout.json_track import SCALAR_BYTES
@@ -364,6 +366,38 @@ def test_partial_types() -> None:
     # Constraints are dropped: a prefix need not satisfy them.
     value = PartialSheet.model_validate({"name": "B", "inventory": [{"quantity": 7}]})
     assert value.inventory[0].quantity == 7 and value.inventory[0].kind is None
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Box(TypedDict):
+    corner: Point
+    label: str
+
+
+class Node(BaseModel):
+    value: int
+    children: list[Node] = []
+
+
+def test_partial_types_of_dataclasses_typeddicts_and_recursion() -> None:
+    box = partial_adapter(Box).validate_python({"corner": {"x": 1}})
+    assert box["corner"].x == 1 and box["corner"].y is None and "label" not in box
+    node = Partial[Node].model_validate({"children": [{"children": [{}]}]})
+    assert node.value is None and node.children[0].children[0].value is None
+
+
+def test_truncated_stream_raises_after_its_snapshots() -> None:
+    lm = ScriptedLM([_tok(t) for t in ("Bob", "2", "0", '"', "armor", "1", "{", "true")])
+    stream = _model(lm).stream("x", Sheet, partial=True, max_new_tokens=12, chat_template=False)
+    seen: list[Snapshot[Sheet]] = []
+    with pytest.raises(structout.TruncatedOutputError):
+        seen.extend(stream)
+    assert seen and not any(s.done for s in seen) and stream.result is None
 
 
 @pytest.mark.slow_model
