@@ -117,7 +117,8 @@ def translate_common_schema(schema: object, max_number_length: int | None = None
     ``None``) in the compact layout with the default limits, exactly as
     ``structout.schema.to_kbnf`` prints it, when the schema is of the common shape the engine
     translates (typed properties, ``required``, ``additionalProperties``, ``items``, type lists,
-    ``anyOf`` of different kinds, string enums, local ``$ref``, annotations); ``None`` for any other schema."""
+    ``anyOf`` of different kinds, string enums, local ``$ref``, annotations); ``None`` for any
+    other schema."""
 
 def builtin_grammar(name: str) -> str:
     """The KBNF text of a grammar bundled with the engine (e.g. ``"json"``); ``KeyError`` if
