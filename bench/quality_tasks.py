@@ -20,7 +20,7 @@ def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, 
 
 
 S = {"type": "string"}
-I = {"type": "integer"}
+INT = {"type": "integer"}
 N = {"type": "number"}
 B = {"type": "boolean"}
 
@@ -38,7 +38,7 @@ EXTRACTION: list[dict[str, Any]] = [
     },
     {
         "message": "Order #4521: 3 blue T-shirts at $12.50 each, shipping to Berlin.",
-        "schema": _obj({"order_id": I, "item": S, "quantity": I, "unit_price": N, "city": S}),
+        "schema": _obj({"order_id": INT, "item": S, "quantity": INT, "unit_price": N, "city": S}),
         "expect": {"order_id": 4521, "quantity": 3, "unit_price": 12.5, "city": "Berlin"},
     },
     {
@@ -48,7 +48,7 @@ EXTRACTION: list[dict[str, Any]] = [
     },
     {
         "message": "John Smith, 42, works as a nurse in Toronto.",
-        "schema": _obj({"name": S, "age": I, "job": S, "city": S}),
+        "schema": _obj({"name": S, "age": INT, "job": S, "city": S}),
         "expect": {"name": "John Smith", "age": 42, "job": "nurse", "city": "Toronto"},
     },
     {
@@ -63,12 +63,12 @@ EXTRACTION: list[dict[str, Any]] = [
     },
     {
         "message": "Please book a table for 4 people at 7pm under the name Chen.",
-        "schema": _obj({"people": I, "time": S, "name": S}),
+        "schema": _obj({"people": INT, "time": S, "name": S}),
         "expect": {"people": 4, "name": "Chen"},
     },
     {
         "message": "Recipe: pancakes. You need flour, eggs and milk. Takes 20 minutes.",
-        "schema": _obj({"dish": S, "ingredients": {"type": "array", "items": S}, "minutes": I}),
+        "schema": _obj({"dish": S, "ingredients": {"type": "array", "items": S}, "minutes": INT}),
         "expect": {"dish": "pancakes", "minutes": 20},
     },
     {
@@ -78,7 +78,7 @@ EXTRACTION: list[dict[str, Any]] = [
     },
     {
         "message": "The Eiffel Tower is 330 metres tall and was finished in 1889.",
-        "schema": _obj({"landmark": S, "height_m": I, "year": I}),
+        "schema": _obj({"landmark": S, "height_m": INT, "year": INT}),
         "expect": {"landmark": "Eiffel Tower", "height_m": 330, "year": 1889},
     },
     {
@@ -106,7 +106,7 @@ EXTRACTION: list[dict[str, Any]] = [
         "schema": _obj(
             {
                 "customer": S,
-                "order_id": I,
+                "order_id": INT,
                 "request": _enum("refund", "exchange", "information"),
                 "reason": S,
             }
@@ -116,7 +116,7 @@ EXTRACTION: list[dict[str, Any]] = [
     {
         "message": "It is 18 degrees and sunny in Madrid today.",
         "schema": _obj(
-            {"city": S, "temperature_c": I, "sky": _enum("sunny", "cloudy", "rainy", "snowy")}
+            {"city": S, "temperature_c": INT, "sky": _enum("sunny", "cloudy", "rainy", "snowy")}
         ),
         "expect": {"city": "Madrid", "temperature_c": 18, "sky": "sunny"},
     },
@@ -137,7 +137,7 @@ EXTRACTION: list[dict[str, Any]] = [
             {
                 "title": S,
                 "author": S,
-                "year": I,
+                "year": INT,
                 "genre": _enum("fiction", "science fiction", "history", "biography"),
             }
         ),
@@ -154,7 +154,7 @@ EXTRACTION: list[dict[str, Any]] = [
             {
                 "items": {
                     "type": "array",
-                    "items": _obj({"fruit": S, "count": I}),
+                    "items": _obj({"fruit": S, "count": INT}),
                 }
             }
         ),

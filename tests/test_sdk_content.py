@@ -10,6 +10,7 @@ and that choice scoring picks the option whose whole spelling is most probable.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any, Literal
 
@@ -67,8 +68,19 @@ def _tok(text: str) -> int:
     return int(ids[0])
 
 
+@lru_cache(maxsize=1)
+def _shared() -> tuple[ScriptedLM, structout.Model]:
+    """One scripted LM and one Model over it (the vocabulary and its token facts are built once);
+    each test sets the script through :func:`_model`."""
+    lm = ScriptedLM([])
+    return lm, structout.Model(lm, llama3_tokenizer(), cache=CompileCache(disk=False))
+
+
 def _model(lm: ScriptedLM) -> structout.Model:
-    return structout.Model(lm, llama3_tokenizer(), cache=CompileCache(disk=False))
+    """The shared Model, scripted like ``lm``."""
+    shared, model = _shared()
+    shared.prefer, shared.bigram = lm.prefer, lm.bigram
+    return model
 
 
 def _run(lm: ScriptedLM, schema: Any, **options: Any) -> Any:
@@ -130,6 +142,7 @@ def test_guard_ends_a_looping_key() -> None:
     assert "ababab" in key and len(key) <= 10, res.text
 
 
+@pytest.mark.slow
 def test_guard_ends_repeating_array_items() -> None:
     schema = {
         "type": "array",
@@ -191,6 +204,7 @@ def test_guard_closes_everything_when_the_budget_runs_low() -> None:
     assert len(res.token_ids) <= 64
 
 
+@pytest.mark.slow
 def test_guarded_outputs_stay_in_the_grammar() -> None:
     """Random token preferences on a schema with every kind of value: whatever the guard does,
     the output validates."""
@@ -305,7 +319,7 @@ def test_bitmask_narrowing_equals_logit_narrowing() -> None:
     space = TokenSpace(data, [], VOCAB, lambda s: tok.encode(s, add_special_tokens=False))
     closers = token_closers(space)
     rng = np.random.default_rng(0)
-    for prefix in (b'{"a": "hahaha', b'{"a": 1111111', b'[1, 2, [3, 3, 3, 3], ', b'{"k": "x'):
+    for prefix in (b'{"a": "hahaha', b'{"a": 1111111', b"[1, 2, [3, 3, 3, 3], ", b'{"k": "x'):
         guard = RowGuard(LoopGuard(max_run=3, min_repeats=2), JsonTrack(), 1000)
         guard.track.feed(prefix)
         guard.observe(1000)
