@@ -27,6 +27,7 @@ are re-exported here for existing imports.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -85,6 +86,9 @@ ROLLBACK_WINDOW = 1 << 14
 
 #: Worker threads filling the next step's masks during forward passes (shared by all models).
 MASK_WORKERS = 2
+
+#: Candidates the loop guard looks one token ahead for when the looping value cannot close yet.
+LOOKAHEAD = 64
 
 #: The session's name before the split (``structout.lm_session.KVSession``).
 _KVSession = KVSession
@@ -480,13 +484,38 @@ class _Decoder:
             if row.track is None:
                 continue
             if row.guard is not None and row.guard.target is not None:
-                row.guard.narrow(logits[i], token_closers(self.tokens))
+                row.guard.narrow(
+                    logits[i],
+                    token_closers(self.tokens),
+                    functools.partial(self._closable_after, i, logits[i]),
+                )
                 continue
             if row.req.choices:
                 option = self._choose(row, logits[i], rng)
                 if option is not None:
                     picked[i] = option
         return picked
+
+    def _closable_after(self, i: int, logits: np.ndarray, closers: np.ndarray) -> np.ndarray:
+        """Among row ``i``'s most likely allowed tokens (at most :data:`LOOKAHEAD`), those after
+        which one of ``closers`` is allowed (the matcher is left as it was)."""
+        import numpy as np
+
+        m = self._matcher(i)
+        allowed = np.flatnonzero(np.isfinite(logits))
+        if len(allowed) > LOOKAHEAD:
+            allowed = allowed[np.argpartition(-logits[allowed], LOOKAHEAD)[:LOOKAHEAD]]
+        width = len(closers)
+        out = []
+        for t in allowed.tolist():
+            if not m.accept_token(t):
+                continue
+            mask = self._scratch_mask(m)[0]
+            m.rollback(1)
+            bits = np.unpackbits(mask.view(np.uint8), bitorder="little")[:width].astype(bool)
+            if (bits & closers).any():
+                out.append(t)
+        return np.asarray(out, dtype=np.int64)
 
     def _choose(self, row: _Row, logits: np.ndarray, rng: Any) -> list[int] | None:
         import numpy as np

@@ -296,15 +296,35 @@ def test_json_track_frames() -> None:
 
 def test_periodic_and_counter_suffixes() -> None:
     guard = LoopGuard()
-    assert periodic_suffix(b'"aaaaaa', guard) == 6
+    assert periodic_suffix(b'"aaaaaa', guard) == (6, 1)
     assert periodic_suffix(b'"aaaaa', guard) is None
-    assert periodic_suffix(b"x A.A.A.", guard) == 6
+    assert periodic_suffix(b"x A.A.A.", guard) == (6, 2)
     assert periodic_suffix(b"x      ", guard) is None  # indentation is not a loop
     assert periodic_suffix(b"2148000", guard) is None
-    assert periodic_suffix(b"1000000000", guard) is None  # zeros: a round number
+    assert periodic_suffix(b"1000000000", guard, in_number=True) is None  # a round number
+    assert periodic_suffix(b'"12:00:00.000000', guard) == (6, 1)  # in a string: a loop
     text = b'[{"q": 5}, {"q": 6}, {"q": 7}, {"q": 8}, '
     assert counter_suffix(text, guard) == len(text) - 1
     assert counter_suffix(b"[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, ", guard) is None  # just data
+
+
+def test_guard_breaks_a_loop_it_cannot_close() -> None:
+    """Digits of a date-time's fraction loop where no quote may follow yet (a time zone is
+    required): the guard bans repeating the unit, so the loop breaks and the value ends."""
+    schema = {
+        "type": "object",
+        "properties": {"at": {"type": "string", "format": "date-time"}},
+        "required": ["at"],
+        "additionalProperties": False,
+    }
+    digits = [_tok(str(d)) for d in range(10)]
+    lm = ScriptedLM([_tok("0"), *digits[1:], _tok("T"), _tok(":"), _tok("."), _tok("Z")])
+    lm.bigram = {_tok("Z"): [_tok('"}')]}
+    with pytest.raises(TruncatedOutputError):
+        _run(lm, schema, loop_guard=False)
+    res = _run(lm, schema)
+    value = _valid(schema, res.text)
+    assert "000000" in value["at"] and "0000000" not in value["at"], res.text
 
 
 def test_bitmask_narrowing_equals_logit_narrowing() -> None:
