@@ -2,7 +2,7 @@
 
 Extraction: a message and a JSON Schema of what to pull out of it; ``expect`` holds values the
 message states (checked loosely: a string field counts as right when it contains the expected
-text, ignoring case). Classification: a text, labels, and the right label.
+text, ignoring case). Classification: a question, a text, labels, and the right label.
 """
 
 from __future__ import annotations
@@ -176,81 +176,97 @@ EXTRACTION: list[dict[str, Any]] = [
 
 CLASSIFICATION: list[dict[str, Any]] = [
     {
+        "question": "What is the sentiment of this review?",
         "text": "I love this phone, the battery lasts for days!",
         "labels": ["positive", "negative", "neutral"],
         "answer": "positive",
     },
     {
+        "question": "What is the sentiment of this review?",
         "text": "This is the worst movie I have ever seen.",
         "labels": ["positive", "negative", "neutral"],
         "answer": "negative",
     },
     {
+        "question": "What is the sentiment of this message?",
         "text": "The package was delivered on Tuesday.",
         "labels": ["positive", "negative", "neutral"],
         "answer": "neutral",
     },
     {
+        "question": "What kind of support ticket is this?",
         "text": "The app crashes every time I open the settings page.",
         "labels": ["bug", "feature request", "question"],
         "answer": "bug",
     },
     {
+        "question": "What kind of support ticket is this?",
         "text": "Could you add a dark mode to the editor?",
         "labels": ["bug", "feature request", "question"],
         "answer": "feature request",
     },
     {
+        "question": "What kind of support ticket is this?",
         "text": "How do I export my data to CSV?",
         "labels": ["bug", "feature request", "question"],
         "answer": "question",
     },
     {
+        "question": "What is this news sentence about?",
         "text": "The striker scored twice in the final minutes of the match.",
         "labels": ["sports", "politics", "technology", "cooking"],
         "answer": "sports",
     },
     {
+        "question": "What is this news sentence about?",
         "text": "Parliament passed the new tax bill after a long debate.",
         "labels": ["sports", "politics", "technology", "cooking"],
         "answer": "politics",
     },
     {
+        "question": "What is this news sentence about?",
         "text": "The new chip doubles the speed of neural network training.",
         "labels": ["sports", "politics", "technology", "cooking"],
         "answer": "technology",
     },
     {
+        "question": "What is this sentence about?",
         "text": "Simmer the onions in butter, then add the rice and stock.",
         "labels": ["sports", "politics", "technology", "cooking"],
         "answer": "cooking",
     },
     {
+        "question": "Is this email spam?",
         "text": "Congratulations! You won a free cruise, click here to claim your prize now!",
         "labels": ["spam", "not spam"],
         "answer": "spam",
     },
     {
+        "question": "Is this email spam?",
         "text": "Hi Anna, attached are the slides for tomorrow's meeting.",
         "labels": ["spam", "not spam"],
         "answer": "not spam",
     },
     {
+        "question": "Which language is this text written in?",
         "text": "Bonjour, je voudrais réserver une chambre pour deux nuits.",
         "labels": ["English", "French", "Spanish", "German"],
         "answer": "French",
     },
     {
+        "question": "How urgent is this request?",
         "text": "The server is down and customers cannot pay; fix it right now!",
         "labels": ["urgent", "not urgent"],
         "answer": "urgent",
     },
     {
+        "question": "How urgent is this request?",
         "text": "Whenever you have time, could you update the wiki page?",
         "labels": ["urgent", "not urgent"],
         "answer": "not urgent",
     },
     {
+        "question": "What is this sentence about?",
         "text": "A cat is sleeping on the sofa.",
         "labels": ["animal", "vehicle", "food"],
         "answer": "animal",

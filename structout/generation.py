@@ -180,6 +180,11 @@ class RowRequest:
     loop_guard: LoopGuard | None = None
     #: JSON output only: option sets scored as wholes (:func:`structout.choices.choice_sets`).
     choices: tuple[tuple[bytes, ...], ...] = ()
+    #: Choice scoring: more prompts whose option scores are added to ``prompt_ids``' (the
+    #: instruction's options in the other order) and prompts whose scores are subtracted
+    #: (content-free); each followed by the output so far.
+    choice_prompts: tuple[list[int], ...] = ()
+    choice_priors: tuple[list[int], ...] = ()
 
 
 @dataclass
@@ -527,7 +532,11 @@ class _Decoder:
         options = self.scorer.options_here(row.req.choices, prefix, logits, row.matcher)
         if options is None:
             return None
-        scores = np.asarray(self.scorer.scores(list(row.req.prompt_ids) + row.generated, options))
+        req = row.req
+        added = [list(req.prompt_ids), *req.choice_prompts]
+        contexts = [list(c) + row.generated for c in (*added, *req.choice_priors)]
+        table = np.asarray(self.scorer.scores(contexts, options))
+        scores = table[: len(added)].sum(axis=0) - table[len(added) :].sum(axis=0)
         temperature = self.params.temperature
         if temperature == 0:
             return options[int(scores.argmax())]
