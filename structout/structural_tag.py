@@ -28,7 +28,9 @@ Invariants of the translation:
   it is refused rather than enforced loosely.
 * Each JSON Schema and embedded grammar is translated once per tree (the same schema under
   several tags shares its rules) under rule names of its own (``g<N>_``), so no two parts of
-  the tree share a rule by accident.
+  the tree share a rule by accident; a rule equal to one written before for another part (up
+  to renaming, e.g. the generic JSON rules every schema's grammar holds) is written once and
+  shared (:class:`structout.kbnf_text.SharedRules`: same language, smaller grammar).
 * Formats that need token ids rather than text (XGrammar's ``token``, ``exclude_token``,
   ``any_tokens``, ``token_triggered_tags``, ``token_dispatch``), token budgets
   (``max_tokens``) and non-JSON argument styles (``qwen_xml`` …) are refused with
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from structout.errors import GrammarError, SchemaError, UnsupportedSchemaError
-from structout.kbnf_text import literal, prefixed, regex_terminal
+from structout.kbnf_text import SharedRules, literal, regex_terminal
 from structout.targets import KBNF
 
 __all__ = [
@@ -256,6 +258,7 @@ class _Emitter:
         self._translate_schema = translate_schema
         self._rules: list[str] = []
         self._embedded: dict[str, str] = {}  # key of a schema/grammar -> its start rule
+        self._shared = SharedRules()  # the rules of embedded grammars, each written once
         self._stops: dict[tuple[str, ...], str] = {}  # exclusion set -> its rule
         self._count = 0
 
@@ -449,9 +452,10 @@ class _Emitter:
 
     def _embed(self, key: str, kbnf: str) -> str:
         prefix = f"g{len(self._embedded) + 1}_"
-        self._rules.append(prefixed(kbnf, prefix).strip())
-        self._embedded[key] = prefix + "start"
-        return prefix + "start"
+        lines, start = self._shared.add(kbnf, prefix)
+        self._rules.extend(lines)
+        self._embedded[key] = start
+        return start
 
 
 def _ends(tag: Tag, path: str) -> tuple[str, ...]:
