@@ -20,20 +20,16 @@ from structout.errors import GrammarError
 __all__ = ["literal", "prefixed", "regex_terminal"]
 
 _ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Per character that a literal writes otherwise: its escape (``str.translate``'s table).
+_LITERAL_TABLE = {
+    **{c: f"\\u{{{c:x}}}" for c in [*range(0x20), 0x7F]},
+    **{ord(k): v for k, v in _ESCAPES.items()},
+}
 
 
 def literal(text: str) -> str:
     """A KBNF literal for ``text`` (single-quoted; control characters escaped)."""
-    out = []
-    for ch in text:
-        escaped = _ESCAPES.get(ch)
-        if escaped is not None:
-            out.append(escaped)
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{{{ord(ch):x}}}")
-        else:
-            out.append(ch)
-    return "'" + "".join(out) + "'"
+    return "'" + text.translate(_LITERAL_TABLE) + "'"
 
 
 def regex_terminal(pattern: str) -> str:
