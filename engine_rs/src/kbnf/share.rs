@@ -53,6 +53,7 @@ const TAG_CYCLE: u64 = 4 << 60;
 const TAG_PINNED: u64 = 5 << 60;
 
 impl SharedRules {
+    /// No rules written yet.
     pub fn new() -> SharedRules {
         SharedRules::default()
     }
