@@ -704,3 +704,12 @@ def test_shared_rules_only_join_equal_rules() -> None:
     for s, ok in [("((x))", True), ("(y)", True), ("w(x)", True), ("y", True), ("(x", False)]:
         # (g3_q: 'w' then g3's c, written as g1_a)
         assert g.accepts(s.encode()) == ok, s
+
+
+def test_schemas_differing_in_member_order_keep_their_order() -> None:
+    ab = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    ba = {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}}}
+    tags = (Tag("<1>", JsonSchema(ab), "</>"), Tag("<2>", JsonSchema(ba), "</>"))
+    g = structout.compile_grammar(structural_tag_kbnf(TagsWithSeparator(tags, "")))
+    assert g.accepts(b'<1>{"a": 1, "b": 2}</>') and g.accepts(b'<2>{"b": 2, "a": 1}</>')
+    assert not g.accepts(b'<1>{"b": 2, "a": 1}</>') and not g.accepts(b'<2>{"a": 1, "b": 2}</>')
