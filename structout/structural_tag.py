@@ -12,7 +12,13 @@ rule ``start``) or :func:`structural_tag` (a :class:`structout.KBNF` target for 
 
     tag = TriggeredTags(
         triggers=["<tool_call>"],
-        tags=[Tag('<tool_call>{"name": "get_weather", "arguments": ', JsonSchema(params), "}</tool_call>")],
+        tags=[
+            Tag(
+                '<tool_call>{"name": "get_weather", "arguments": ',
+                JsonSchema(params),
+                "}</tool_call>",
+            )
+        ],
     )
     kbnf = structural_tag_kbnf(tag)
 

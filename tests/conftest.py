@@ -11,21 +11,11 @@ from typing import Any
 
 import pytest
 
-# Markers of tests in files this branch may not edit (issue #37: the fast tier); each entry moves
-# into its file as a decorator when that file's branch is merged, then this table goes.
-_SLOW_TESTS = {
-    # a minute and a half of random format trees: the other tests of the file cover each format
-    "test_structural_tag.py::test_random_trees_match_the_interpreter",
-}
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("slow_model") is not None:
             item.add_marker(pytest.mark.model)  # the marker's former name
-        name = item.nodeid.rsplit("/", 1)[-1].split("[", 1)[0]
-        if name in _SLOW_TESTS:
-            item.add_marker(pytest.mark.slow)
 
 
 def has_module(module: str) -> bool:

@@ -154,9 +154,14 @@ def _ends(fmt: Format, s: str, i: int, follow: tuple[str, ...]) -> set[int]:
         mid = _ends(fmt.content, s, i + len(fmt.begin), ends)
         return {m + len(e) for m in mid for e in ends if s.startswith(e, m)}
     if isinstance(fmt, TriggeredTags):
-        text = lambda p: _free(s, p, fmt.triggers + fmt.excludes + follow)
-        tags = lambda p: {j for t in fmt.tags for j in _ends(t, s, p, ())}
-        after_text = {j for j in text(i)}
+
+        def text(p):
+            return _free(s, p, fmt.triggers + fmt.excludes + follow)
+
+        def tags(p):
+            return {j for t in fmt.tags for j in _ends(t, s, p, ())}
+
+        after_text = set(text(i))
         if fmt.stop_after_first:
             with_tag = {j for p in after_text for j in tags(p)}
             return with_tag if fmt.at_least_one else with_tag | after_text
@@ -170,7 +175,10 @@ def _ends(fmt: Format, s: str, i: int, follow: tuple[str, ...]) -> set[int]:
             frontier = {j for p in nxt for j in text(p)}
         return done
     if isinstance(fmt, TagsWithSeparator):
-        tags = lambda p: {j for t in fmt.tags for j in _ends(t, s, p, ())}
+
+        def tags(p):
+            return {j for t in fmt.tags for j in _ends(t, s, p, ())}
+
         first = tags(i)
         if fmt.stop_after_first:
             return first if fmt.at_least_one else first | {i}
@@ -206,7 +214,9 @@ def _ends(fmt: Format, s: str, i: int, follow: tuple[str, ...]) -> set[int]:
         return out
     if isinstance(fmt, Dispatch):
         patterns = tuple(p for p, _ in fmt.rules)
-        text = lambda p: _free(s, p, patterns + fmt.excludes + follow)
+
+        def text(p):
+            return _free(s, p, patterns + fmt.excludes + follow)
 
         def islands(p: int) -> set[int]:
             return {
@@ -295,6 +305,7 @@ def _strings(max_len: int) -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize("seed", range(40))
+@pytest.mark.slow
 def test_random_trees_match_the_interpreter(seed: int) -> None:
     rng = random.Random(seed)
     checked = 0
@@ -448,7 +459,8 @@ def _parse_calls(text: str) -> tuple[str, list[tuple[str, Any]]] | None:
 
 
 def _call(name: str, args: Any) -> str:
-    return f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args, ensure_ascii=False)}}}\n</tool_call>'
+    arguments = json.dumps(args, ensure_ascii=False)
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'
 
 
 def _candidates(rng: random.Random) -> list[str]:
