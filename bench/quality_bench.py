@@ -118,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, default=REPO / "tests" / "data" / "maskbench")
     ap.add_argument("--json", type=Path, help="write every output here")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument(
+        "--kinds",
+        default="extraction,generation,classification",
+        help="comma-separated task kinds to run (default: all three)",
+    )
     args = ap.parse_args(argv)
 
     import structout
@@ -167,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
 
+    kinds = set(args.kinds.split(","))
+    runs = [r for r in runs if r["kind"] in kinds]
     t0 = time.perf_counter()
     for start in range(0, len(runs), args.batch):
         chunk = runs[start : start + args.batch]
