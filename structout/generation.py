@@ -1,9 +1,9 @@
 """The constrained decode loop: masks, sampling and jump-forward over one KV cache.
 
-The loop keeps one KV cache for the whole generation (``past_key_values``): after the prompt is
-prefilled, each step feeds only the new tokens. Before sampling, the matcher fills a token bitmask
-(bit ``i`` set ⇔ token ``i`` may come next; EOS exactly when the grammar can finish) that is applied
-to the logits in place.
+The loop keeps one KV cache for the whole generation (:mod:`structout.lm_session`): after the
+prompt is prefilled, each step feeds only the new tokens. Before sampling, the matcher fills a
+token bitmask (bit ``i`` set ⇔ token ``i`` may come next; EOS exactly when the grammar can
+finish) that is applied to the logits in place.
 
 **Jump-forward** (on by default): when the matcher reports *forced bytes* (the longest byte string
 every valid continuation starts with, e.g. ``", "age": `` between two fixed object keys), they are
