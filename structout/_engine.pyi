@@ -112,6 +112,7 @@ ASSERTING_SCHEMA_KEYWORDS: list[str]
 #: translator writes without choosing them in the compact layout).
 COMMON_SCHEMA_FIXED_NAMES: list[str]
 
+@final
 class SharedRules:
     """Grammars embedded in one larger grammar with every rule written once up to renaming (see
     ``structout.kbnf_text.SharedRules``)."""
