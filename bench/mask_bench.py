@@ -197,7 +197,9 @@ class LLGuidanceEngine(Engine):
         try:
             import llguidance
         except ImportError as e:
-            raise EngineUnavailable(f"llguidance not installed ({e}); pip install llguidance")
+            raise EngineUnavailable(
+                f"llguidance not installed ({e}); pip install llguidance"
+            ) from e
         self._llg = llguidance
         t0 = perf_ns()
         # What llguidance.hf.from_tokenizer does, minus the transformers wrapper: hand the
@@ -249,7 +251,7 @@ class XGrammarEngine(Engine):
         try:
             import xgrammar as xgr
         except ImportError as e:
-            raise EngineUnavailable(f"xgrammar not installed ({e}); pip install xgrammar")
+            raise EngineUnavailable(f"xgrammar not installed ({e}); pip install xgrammar") from e
         try:
             import torch
 
@@ -294,7 +296,7 @@ class StructoutEngine(Engine):
         try:
             so: Any = importlib.import_module("structout")
         except ImportError as e:
-            raise EngineUnavailable(f"structout not importable ({e})")
+            raise EngineUnavailable(f"structout not importable ({e})") from e
         missing = [
             n
             for n in ("Vocabulary", "compile_kbnf", "allocate_token_bitmask")

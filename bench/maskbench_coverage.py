@@ -1,9 +1,10 @@
 """MaskBench coverage of the JSON Schema translator (structout.schema + the engine).
 
-For every schema in ``tests/data/maskbench/*.jsonl.gz`` (the MaskBench development share, see tests/data/README.md): translate it to KBNF, compile it,
-serialize every test document in the grammar's layout and check that the grammar accepts the
-valid ones and refuses the invalid ones. A schema is *fully correct* when it compiles, every
-valid document is accepted and every invalid document is refused.
+For every schema in ``tests/data/maskbench/*.jsonl.gz`` (the MaskBench development share, see
+tests/data/README.md): translate it to KBNF, compile it, serialize every test document in the
+grammar's layout and check that the grammar accepts the valid ones and refuses the invalid ones. A
+schema is *fully correct* when it compiles, every valid document is accepted and every invalid
+document is refused.
 
 Usage::
 

@@ -79,10 +79,8 @@ def _replay(model: Any, chunks: list[bytes], result: Any) -> None:
     stream: PartialStream[Character] = PartialStream(
         gen(), matcher, model._token_space(True), compiled, 0, Character
     )
-    last = None
-    for last in stream:
-        pass
-    assert last is not None and last.value == result.value
+    *_, last = stream
+    assert last.value == result.value
 
 
 def main() -> int:

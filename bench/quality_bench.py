@@ -9,7 +9,8 @@ Tasks (fixed; see ``bench/quality_tasks.py``):
   characters whose shortest valid test document has at most 300 characters (so the prompt stays
   short and a complete answer fits the budget);
 * **classification** (16 items, each run with its labels in the given and the reversed order):
-  a ``Literal`` of labels.
+  a ``@structured`` function per item (its docstring the item's question, the text its
+  argument) returning a ``Literal`` of the labels.
 
 Every task runs with the default model (SmolLM2-135M-Instruct), greedy, ``--max-new-tokens``
 (default 256), in batches of ``--batch``. Reported:
@@ -20,8 +21,8 @@ Every task runs with the default model (SmolLM2-135M-Instruct), greedy, ``--max-
 * classification: accuracy in each order, and the share of items answered the same in both.
 
 ``--baseline`` turns the loop guard and choice scoring off (``loop_guard=False,
-score_choices=False``); run it with ``PYTHONPATH`` at an older checkout to measure that code
-(options it does not know are not passed).
+score_choices=False``, no calibration); run it with ``PYTHONPATH`` at an older checkout to
+measure that code (options it does not know are not passed).
 
 Usage::
 
@@ -86,6 +87,17 @@ def generation_schemas(data_dir: Path, count: int, seed: int) -> list[dict[str, 
     return [row for row in pool[: count * 4] if supported(row["schema"])][:count]
 
 
+def _classifier(model: Any, question: str, labels: tuple[str, ...]) -> Any:
+    """A ``@structured`` classifier of ``text`` into ``labels``, prompted with ``question``."""
+    from structout import structured
+
+    def classify(text: str) -> str:
+        raise NotImplementedError  # the docstring is the prompt; the body never runs
+
+    classify.__doc__ = question + "\n\nText: {text}"
+    return structured(model=model, schema=Literal[labels])(classify)
+
+
 def _field_ok(got: Any, want: Any) -> bool:
     if isinstance(want, str):
         return isinstance(got, str) and want.lower() in got.lower()
@@ -106,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, default=REPO / "tests" / "data" / "maskbench")
     ap.add_argument("--json", type=Path, help="write every output here")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument(
+        "--kinds",
+        default="extraction,generation,classification",
+        help="comma-separated task kinds to run (default: all three)",
+    )
     args = ap.parse_args(argv)
 
     import structout
@@ -140,25 +157,34 @@ def main(argv: list[str] | None = None) -> int:
         )
     for k, item in enumerate(CLASSIFICATION):
         for order, labels in (("given", item["labels"]), ("reversed", item["labels"][::-1])):
+            # As a user writes it: a @structured function whose docstring is the question.
+            fn = _classifier(model, item["question"], tuple(labels))
+            content_free = getattr(fn, "content_free_messages", None)
             runs.append(
                 {
                     "kind": "classification",
                     "item": k,
                     "order": order,
-                    "prompt": "Which label fits this text best?\n\nText: " + item["text"],
-                    "schema": Literal[tuple(labels)],  # type: ignore[misc]
+                    "prompt": fn.messages(item["text"]),
+                    "calibration": content_free(item["text"]) if content_free else None,
+                    "schema": fn.schema,
                     "answer": item["answer"],
                 }
             )
 
+    kinds = set(args.kinds.split(","))
+    runs = [r for r in runs if r["kind"] in kinds]
     t0 = time.perf_counter()
     for start in range(0, len(runs), args.batch):
         chunk = runs[start : start + args.batch]
+        extra = dict(options)
+        if "calibration" in known and not args.baseline:
+            extra["calibration"] = [r.get("calibration") for r in chunk]
         results = model.generate_batch(
             [r["prompt"] for r in chunk],
             [r["schema"] for r in chunk],
             return_result=True,
-            **options,
+            **extra,
         )
         for run, res in zip(chunk, results):
             if isinstance(res, Exception):

@@ -2,7 +2,7 @@
 
 Extraction: a message and a JSON Schema of what to pull out of it; ``expect`` holds values the
 message states (checked loosely: a string field counts as right when it contains the expected
-text, ignoring case). Classification: a text, labels, and the right label.
+text, ignoring case). Classification: a question, a text, labels, and the right label.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, 
 
 
 S = {"type": "string"}
-I = {"type": "integer"}
+INT = {"type": "integer"}
 N = {"type": "number"}
 B = {"type": "boolean"}
 
@@ -38,7 +38,7 @@ EXTRACTION: list[dict[str, Any]] = [
     },
     {
         "message": "Order #4521: 3 blue T-shirts at $12.50 each, shipping to Berlin.",
-        "schema": _obj({"order_id": I, "item": S, "quantity": I, "unit_price": N, "city": S}),
+        "schema": _obj({"order_id": INT, "item": S, "quantity": INT, "unit_price": N, "city": S}),
         "expect": {"order_id": 4521, "quantity": 3, "unit_price": 12.5, "city": "Berlin"},
     },
     {
@@ -48,7 +48,7 @@ EXTRACTION: list[dict[str, Any]] = [
     },
     {
         "message": "John Smith, 42, works as a nurse in Toronto.",
-        "schema": _obj({"name": S, "age": I, "job": S, "city": S}),
+        "schema": _obj({"name": S, "age": INT, "job": S, "city": S}),
         "expect": {"name": "John Smith", "age": 42, "job": "nurse", "city": "Toronto"},
     },
     {
@@ -63,12 +63,12 @@ EXTRACTION: list[dict[str, Any]] = [
     },
     {
         "message": "Please book a table for 4 people at 7pm under the name Chen.",
-        "schema": _obj({"people": I, "time": S, "name": S}),
+        "schema": _obj({"people": INT, "time": S, "name": S}),
         "expect": {"people": 4, "name": "Chen"},
     },
     {
         "message": "Recipe: pancakes. You need flour, eggs and milk. Takes 20 minutes.",
-        "schema": _obj({"dish": S, "ingredients": {"type": "array", "items": S}, "minutes": I}),
+        "schema": _obj({"dish": S, "ingredients": {"type": "array", "items": S}, "minutes": INT}),
         "expect": {"dish": "pancakes", "minutes": 20},
     },
     {
@@ -78,7 +78,7 @@ EXTRACTION: list[dict[str, Any]] = [
     },
     {
         "message": "The Eiffel Tower is 330 metres tall and was finished in 1889.",
-        "schema": _obj({"landmark": S, "height_m": I, "year": I}),
+        "schema": _obj({"landmark": S, "height_m": INT, "year": INT}),
         "expect": {"landmark": "Eiffel Tower", "height_m": 330, "year": 1889},
     },
     {
@@ -106,7 +106,7 @@ EXTRACTION: list[dict[str, Any]] = [
         "schema": _obj(
             {
                 "customer": S,
-                "order_id": I,
+                "order_id": INT,
                 "request": _enum("refund", "exchange", "information"),
                 "reason": S,
             }
@@ -116,7 +116,7 @@ EXTRACTION: list[dict[str, Any]] = [
     {
         "message": "It is 18 degrees and sunny in Madrid today.",
         "schema": _obj(
-            {"city": S, "temperature_c": I, "sky": _enum("sunny", "cloudy", "rainy", "snowy")}
+            {"city": S, "temperature_c": INT, "sky": _enum("sunny", "cloudy", "rainy", "snowy")}
         ),
         "expect": {"city": "Madrid", "temperature_c": 18, "sky": "sunny"},
     },
@@ -137,7 +137,7 @@ EXTRACTION: list[dict[str, Any]] = [
             {
                 "title": S,
                 "author": S,
-                "year": I,
+                "year": INT,
                 "genre": _enum("fiction", "science fiction", "history", "biography"),
             }
         ),
@@ -154,7 +154,7 @@ EXTRACTION: list[dict[str, Any]] = [
             {
                 "items": {
                     "type": "array",
-                    "items": _obj({"fruit": S, "count": I}),
+                    "items": _obj({"fruit": S, "count": INT}),
                 }
             }
         ),
@@ -176,81 +176,97 @@ EXTRACTION: list[dict[str, Any]] = [
 
 CLASSIFICATION: list[dict[str, Any]] = [
     {
+        "question": "What is the sentiment of this review?",
         "text": "I love this phone, the battery lasts for days!",
         "labels": ["positive", "negative", "neutral"],
         "answer": "positive",
     },
     {
+        "question": "What is the sentiment of this review?",
         "text": "This is the worst movie I have ever seen.",
         "labels": ["positive", "negative", "neutral"],
         "answer": "negative",
     },
     {
+        "question": "What is the sentiment of this message?",
         "text": "The package was delivered on Tuesday.",
         "labels": ["positive", "negative", "neutral"],
         "answer": "neutral",
     },
     {
+        "question": "What kind of support ticket is this?",
         "text": "The app crashes every time I open the settings page.",
         "labels": ["bug", "feature request", "question"],
         "answer": "bug",
     },
     {
+        "question": "What kind of support ticket is this?",
         "text": "Could you add a dark mode to the editor?",
         "labels": ["bug", "feature request", "question"],
         "answer": "feature request",
     },
     {
+        "question": "What kind of support ticket is this?",
         "text": "How do I export my data to CSV?",
         "labels": ["bug", "feature request", "question"],
         "answer": "question",
     },
     {
+        "question": "What is this news sentence about?",
         "text": "The striker scored twice in the final minutes of the match.",
         "labels": ["sports", "politics", "technology", "cooking"],
         "answer": "sports",
     },
     {
+        "question": "What is this news sentence about?",
         "text": "Parliament passed the new tax bill after a long debate.",
         "labels": ["sports", "politics", "technology", "cooking"],
         "answer": "politics",
     },
     {
+        "question": "What is this news sentence about?",
         "text": "The new chip doubles the speed of neural network training.",
         "labels": ["sports", "politics", "technology", "cooking"],
         "answer": "technology",
     },
     {
+        "question": "What is this sentence about?",
         "text": "Simmer the onions in butter, then add the rice and stock.",
         "labels": ["sports", "politics", "technology", "cooking"],
         "answer": "cooking",
     },
     {
+        "question": "Is this email spam?",
         "text": "Congratulations! You won a free cruise, click here to claim your prize now!",
         "labels": ["spam", "not spam"],
         "answer": "spam",
     },
     {
+        "question": "Is this email spam?",
         "text": "Hi Anna, attached are the slides for tomorrow's meeting.",
         "labels": ["spam", "not spam"],
         "answer": "not spam",
     },
     {
+        "question": "Which language is this text written in?",
         "text": "Bonjour, je voudrais réserver une chambre pour deux nuits.",
         "labels": ["English", "French", "Spanish", "German"],
         "answer": "French",
     },
     {
+        "question": "How urgent is this request?",
         "text": "The server is down and customers cannot pay; fix it right now!",
         "labels": ["urgent", "not urgent"],
         "answer": "urgent",
     },
     {
+        "question": "How urgent is this request?",
         "text": "Whenever you have time, could you update the wiki page?",
         "labels": ["urgent", "not urgent"],
         "answer": "not urgent",
     },
     {
+        "question": "What is this sentence about?",
         "text": "A cat is sleeping on the sofa.",
         "labels": ["animal", "vehicle", "food"],
         "answer": "animal",

@@ -16,10 +16,10 @@ engine
      cache counters are checked after each compile. The translator's module-level memo tables
      (``functools.lru_cache`` functions, cache objects and dicts named "cache": per-pattern,
      per-format and per-terminal-text results that survive from one schema to the next) are
-     cleared too unless ``--warm-translator-caches`` is given. The per-vocabulary token index (the counterpart of
-     XGrammar's ``TokenizerInfo`` / llguidance's ``LLTokenizer``) is built once, untimed, by a
-     warm-up compile whose grammar is kept alive. ``UnsupportedSchemaError``, ``SchemaError``,
-     ``LimitExceededError`` and ``GrammarError`` count as "not compiled".
+     cleared too unless ``--warm-translator-caches`` is given. The per-vocabulary token index (the
+     counterpart of XGrammar's ``TokenizerInfo`` / llguidance's ``LLTokenizer``) is built once,
+     untimed, by a warm-up compile whose grammar is kept alive. ``UnsupportedSchemaError``,
+     ``SchemaError``, ``LimitExceededError`` and ``GrammarError`` count as "not compiled".
    - llguidance: ``LLMatcher.grammar_from_json_schema(schema, defaults=...)`` +
      ``LLMatcher(tokenizer, grammar)`` (the constructor compiles the grammar); a matcher in the
      error state (schema refused, e.g. an unsupported keyword) counts as "not compiled".

@@ -179,7 +179,7 @@ class StructoutSchemaEngine(SchemaEngine):
             cache_mod: Any = importlib.import_module("structout.cache")
             schema_mod: Any = importlib.import_module("structout.schema")
         except ImportError as e:
-            raise EngineUnavailable(f"structout not importable ({e})")
+            raise EngineUnavailable(f"structout not importable ({e})") from e
         self.so = so
         self.schema_mod = schema_mod
         self.notes.append(f"structout imported from {Path(so.__file__).parent}")
@@ -295,7 +295,9 @@ class LLGuidanceSchemaEngine(SchemaEngine):
         try:
             import llguidance
         except ImportError as e:
-            raise EngineUnavailable(f"llguidance not installed ({e}); pip install llguidance")
+            raise EngineUnavailable(
+                f"llguidance not installed ({e}); pip install llguidance"
+            ) from e
         self._llg = llguidance
         t0 = perf_ns()
         self.lltok = llguidance.LLTokenizer(tok.to_str(), n_vocab=vocab_size, eos_token=eos)
@@ -361,7 +363,7 @@ class XGrammarSchemaEngine(SchemaEngine):
         try:
             import xgrammar as xgr
         except ImportError as e:
-            raise EngineUnavailable(f"xgrammar not installed ({e}); pip install xgrammar")
+            raise EngineUnavailable(f"xgrammar not installed ({e}); pip install xgrammar") from e
         try:
             import torch
 

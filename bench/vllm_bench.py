@@ -17,19 +17,21 @@ Every round gives each constrained configuration schemas no backend has seen (th
 carry the round and configuration), and structout's disk cache is a fresh directory, so *time to
 first token* includes compiling. Switching the engine's backend makes vLLM build the new one
 (tokenizer tables: structout's vocabulary, XGrammar's ``TokenizerInfo``, llguidance's
-``LLTokenizer``), which a server does once at its first structured request: an untimed request
-with the same two-word ``choice`` for every backend builds it before each timed batch. Metrics: *output tokens/s* = all output tokens / wall time from
-submitting the 8 requests to the last token, and the same per CPU-second of this process (the
-engine core runs in it: forward passes, scheduler, masks, all threads), which other programs' load
-on the machine disturbs far less than wall time; *TTFT* = mean time from submission to a request's
-first token; *ms per decode step* = (wall time - TTFT) / the longest output's tokens, the cost of one
-step of the batch, comparable across backends whose outputs differ in length (vLLM's built-in
-backends let the model write JSON whitespace, so their outputs are longer, and tokens/s favours
-longer outputs, which amortize the batch's start over more tokens);
+``LLTokenizer``), which a server does once at its first structured request: an untimed request with
+the same two-word ``choice`` for every backend builds it before each timed batch. Metrics: *output
+tokens/s* = all output tokens / wall time from submitting the 8 requests to the last token, and the
+same per CPU-second of this process (the engine core runs in it: forward passes, scheduler, masks,
+all threads), which other programs' load on the machine disturbs far less than wall time; *TTFT* =
+mean time from submission to a request's first token; *ms per decode step* = (wall time - TTFT) /
+the longest output's tokens, the cost of one step of the batch, comparable across backends whose
+outputs differ in length (vLLM's built-in backends let the model write JSON whitespace, so their
+outputs are longer, and tokens/s favours longer outputs, which amortize the batch's start over more
+tokens);
 *constraint ms/token* = time inside the constraint code per output token (vLLM's
 ``grammar_bitmask``, ``accept_tokens`` and mask application, for every backend), which bounds what
-constraining costs independently of the machine's load. Every constrained output is checked with ``jsonschema``. Configurations are interleaved per
-round so machine load affects all alike; the median round is reported.
+constraining costs independently of the machine's load. Every constrained output is checked with
+``jsonschema``. Configurations are interleaved per round so machine load affects all alike; the
+median round is reported.
 """
 
 from __future__ import annotations
@@ -343,10 +345,13 @@ def main() -> None:
             if config != "unconstrained"
             else "-"
         )
+        constraint_ms = statistics.median(
+            r["constraint_s"] * 1000 / r["output_tokens"] for r in results[config]
+        )
         print(
             f"| {config} | {tps:.1f} | {tps / base:.2f}x | {tpc:.1f} | {tpc / base_cpu:.2f}x | "
             f"{median(config, 'ttft_s') * 1000:.0f} | {median(config, 'step_ms'):.1f} | "
-            f"{statistics.median(r['constraint_s'] * 1000 / r['output_tokens'] for r in results[config]):.2f} | "
+            f"{constraint_ms:.2f} | "
             f"{median(config, 'constraint_share'):.2%} | {valid} |"
         )
     if args.json:

@@ -1,8 +1,8 @@
 """Finding the compiled engine (``structout._engine``) before anything imports it.
 
 ``pip install .`` puts the package, engine included, into site-packages. Python started from the
-repository root imports the *source* folder ``structout/`` instead (the working directory comes first on
-``sys.path``), and a source folder has no compiled engine unless it was built in place
+repository root imports the *source* folder ``structout/`` instead (the working directory comes
+first on ``sys.path``), and a source folder has no compiled engine unless it was built in place
 (``pip install -e .``). In that one case, when the installed wheel was built from this very checkout
 (pip records the source directory in the wheel's ``direct_url.json``, PEP 610), its engine is the
 engine of this source and is loaded under the name ``structout._engine``. Anything else fails with

@@ -112,12 +112,24 @@ ASSERTING_SCHEMA_KEYWORDS: list[str]
 #: translator writes without choosing them in the compact layout).
 COMMON_SCHEMA_FIXED_NAMES: list[str]
 
+@final
+class SharedRules:
+    """Grammars embedded in one larger grammar with every rule written once up to renaming (see
+    ``structout.kbnf_text.SharedRules``)."""
+
+    def __init__(self) -> None: ...
+    def add(self, kbnf: str, prefix: str) -> tuple[list[str], str] | None:
+        """The rule lines to write for ``kbnf`` under ``prefix`` and its start rule's name;
+        ``None`` when ``kbnf`` is not one rule per line (every name it uses defined once,
+        ``start`` among them)."""
+
 def translate_common_schema(schema: object, max_number_length: int | None = None) -> str | None:
     """The KBNF of a JSON Schema given as plain data (``dict``/``list``/``str``/numbers/``bool``/
     ``None``) in the compact layout with the default limits, exactly as
     ``structout.schema.to_kbnf`` prints it, when the schema is of the common shape the engine
     translates (typed properties, ``required``, ``additionalProperties``, ``items``, type lists,
-    ``anyOf`` of different kinds, string enums, local ``$ref``, annotations); ``None`` for any other schema."""
+    ``anyOf`` of different kinds, string enums, local ``$ref``, annotations); ``None`` for any
+    other schema."""
 
 def builtin_grammar(name: str) -> str:
     """The KBNF text of a grammar bundled with the engine (e.g. ``"json"``); ``KeyError`` if
@@ -334,6 +346,7 @@ __all__ = [
     "Grammar",
     "Matcher",
     "Recognizer",
+    "SharedRules",
     "Vocabulary",
     "__version__",
     "apply_token_bitmask_inplace",

@@ -28,6 +28,7 @@ readable with :func:`cache_stats` (or ``CompileCache.stats()``).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import json
 import marshal
@@ -232,10 +233,8 @@ class CompileCache:
                 root = self.directory / sub
                 if root.is_dir():
                     for path in root.rglob(pattern):
-                        try:
+                        with contextlib.suppress(OSError):
                             path.unlink()
-                        except OSError:
-                            pass
 
     # ----------------------------------------------------------------- schema → KBNF
     def kbnf_for_schema(
@@ -368,10 +367,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.write(data)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 

@@ -7,6 +7,11 @@ Here, at the first step of such a value, every option the grammar accepts from t
 scored by the sum of the model's log-probabilities of all its tokens (one batched forward pass
 over the options), and the best is written (sampled by those scores at temperature > 0).
 
+Small models also favour whichever option the instruction lists first. The decoder therefore
+scores each option after the prompt with the options listed in both orders, and subtracts the
+same scores after a content-free prompt (the user's messages replaced by ``N/A``): what remains
+is what the content says, not where an option stood (contextual calibration, Zhao et al. 2021).
+
 A value is a choice point when every token the grammar allows there is consistent with one of
 the schema's option sets (a prefix of an option, or an option followed by what comes after it)
 and at least two options of that set are accepted by the matcher from there.
@@ -173,16 +178,21 @@ class ChoiceScorer:
             matcher.rollback(accepted)
         return toks if accepted == len(toks) else None
 
-    def scores(self, context: Sequence[int], options: Sequence[Sequence[int]]) -> list[float]:
-        """Sum of the model's log-probabilities of each option's tokens after ``context``, in one
-        batched forward pass (options right-padded)."""
+    def scores(
+        self, contexts: Sequence[Sequence[int]], options: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        """Sum of the model's log-probabilities of each option's tokens after each context
+        (``[context][option]``), in one batched forward pass: every (context, option) row
+        left-padded, so all rows end together and the last positions hold the options."""
         import torch
 
         self.calls += 1
-        ctx = list(context)
         longest = max(len(o) for o in options)
-        rows = [ctx + list(o) + [self.pad] * (longest - len(o)) for o in options]
-        mask = [[1] * (len(ctx) + len(o)) + [0] * (longest - len(o)) for o in options]
+        seqs = [list(c) + list(o) for c in contexts for o in options]
+        width = max(len(q) for q in seqs)
+        rows = [[self.pad] * (width - len(q)) + q for q in seqs]
+        mask = [[0] * (width - len(q)) + [1] * len(q) for q in seqs]
+        positions = [[0] * (width - len(q)) + list(range(len(q))) for q in seqs]
         device = next(self.model.parameters()).device
         kwargs: dict[str, Any] = {"use_cache": False}
         keep = _logits_to_keep_name(self.model)
@@ -192,17 +202,21 @@ class ChoiceScorer:
             out = self.model(
                 input_ids=torch.tensor(rows, dtype=torch.long, device=device),
                 attention_mask=torch.tensor(mask, dtype=torch.long, device=device),
+                position_ids=torch.tensor(positions, dtype=torch.long, device=device),
                 **kwargs,
             )
-        logits = out.logits[:, -(longest + 1) :, :].float()
-        logp = torch.log_softmax(logits, dim=-1)
-        result = []
-        for i, o in enumerate(options):
-            # Position j of the kept window predicts option token j (window starts one token
-            # before the options).
-            idx = torch.tensor(list(o), dtype=torch.long, device=logp.device)
-            pos = torch.arange(len(o), device=logp.device)
-            result.append(float(logp[i, pos, idx].sum()))
+        logp = torch.log_softmax(out.logits[:, -(longest + 1) :, :].float(), dim=-1)
+        result: list[list[float]] = []
+        k = 0
+        for _ in contexts:
+            row = []
+            for o in options:
+                # The window's last len(o) + 1 positions: each predicts the next option token.
+                idx = torch.tensor(list(o), dtype=torch.long, device=logp.device)
+                pos = torch.arange(longest - len(o), longest, device=logp.device)
+                row.append(float(logp[k, pos, idx].sum()))
+                k += 1
+            result.append(row)
         return result
 
 

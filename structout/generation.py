@@ -1,9 +1,9 @@
 """The constrained decode loop: masks, sampling and jump-forward over one KV cache.
 
-The loop keeps one KV cache for the whole generation (``past_key_values``): after the prompt is
-prefilled, each step feeds only the new tokens. Before sampling, the matcher fills a token bitmask
-(bit ``i`` set ⇔ token ``i`` may come next; EOS exactly when the grammar can finish) that is applied
-to the logits in place.
+The loop keeps one KV cache for the whole generation (:mod:`structout.lm_session`): after the
+prompt is prefilled, each step feeds only the new tokens. Before sampling, the matcher fills a
+token bitmask (bit ``i`` set ⇔ token ``i`` may come next; EOS exactly when the grammar can
+finish) that is applied to the logits in place.
 
 **Jump-forward** (on by default): when the matcher reports *forced bytes* (the longest byte string
 every valid continuation starts with, e.g. ``", "age": `` between two fixed object keys), they are
@@ -27,6 +27,7 @@ are re-exported here for existing imports.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -86,6 +87,9 @@ ROLLBACK_WINDOW = 1 << 14
 
 #: Worker threads filling the next step's masks during forward passes (shared by all models).
 MASK_WORKERS = 2
+
+#: Candidates the loop guard looks one token ahead for when the looping value cannot close yet.
+LOOKAHEAD = 64
 
 #: The session's name before the split (``structout.lm_session.KVSession``).
 _KVSession = KVSession
@@ -177,6 +181,11 @@ class RowRequest:
     loop_guard: LoopGuard | None = None
     #: JSON output only: option sets scored as wholes (:func:`structout.choices.choice_sets`).
     choices: tuple[tuple[bytes, ...], ...] = ()
+    #: Choice scoring: more prompts whose option scores are added to ``prompt_ids``' (the
+    #: instruction's options in the other order) and prompts whose scores are subtracted
+    #: (content-free); each followed by the output so far.
+    choice_prompts: tuple[list[int], ...] = ()
+    choice_priors: tuple[list[int], ...] = ()
 
 
 @dataclass
@@ -481,13 +490,38 @@ class _Decoder:
             if row.track is None:
                 continue
             if row.guard is not None and row.guard.target is not None:
-                row.guard.narrow(logits[i], token_closers(self.tokens))
+                row.guard.narrow(
+                    logits[i],
+                    token_closers(self.tokens),
+                    functools.partial(self._closable_after, i, logits[i]),
+                )
                 continue
             if row.req.choices:
                 option = self._choose(row, logits[i], rng)
                 if option is not None:
                     picked[i] = option
         return picked
+
+    def _closable_after(self, i: int, logits: np.ndarray, closers: np.ndarray) -> np.ndarray:
+        """Among row ``i``'s most likely allowed tokens (at most :data:`LOOKAHEAD`), those after
+        which one of ``closers`` is allowed (the matcher is left as it was)."""
+        import numpy as np
+
+        m = self._matcher(i)
+        allowed = np.flatnonzero(np.isfinite(logits))
+        if len(allowed) > LOOKAHEAD:
+            allowed = allowed[np.argpartition(-logits[allowed], LOOKAHEAD)[:LOOKAHEAD]]
+        width = len(closers)
+        out = []
+        for t in allowed.tolist():
+            if not m.accept_token(t):
+                continue
+            mask = self._scratch_mask(m)[0]
+            m.rollback(1)
+            bits = np.unpackbits(mask.view(np.uint8), bitorder="little")[:width].astype(bool)
+            if (bits & closers).any():
+                out.append(t)
+        return np.asarray(out, dtype=np.int64)
 
     def _choose(self, row: _Row, logits: np.ndarray, rng: Any) -> list[int] | None:
         import numpy as np
@@ -499,7 +533,11 @@ class _Decoder:
         options = self.scorer.options_here(row.req.choices, prefix, logits, row.matcher)
         if options is None:
             return None
-        scores = np.asarray(self.scorer.scores(list(row.req.prompt_ids) + row.generated, options))
+        req = row.req
+        added = [list(req.prompt_ids), *req.choice_prompts]
+        contexts = [list(c) + row.generated for c in (*added, *req.choice_priors)]
+        table = np.asarray(self.scorer.scores(contexts, options))
+        scores = table[: len(added)].sum(axis=0) - table[len(added) :].sum(axis=0)
         temperature = self.params.temperature
         if temperature == 0:
             return options[int(scores.argmax())]

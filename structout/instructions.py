@@ -43,11 +43,12 @@ def without_titles(node: Any) -> Any:
     return out
 
 
-def schema_instruction(schema: Any) -> str:
+def schema_instruction(schema: Any, descending: bool = False) -> str:
     """What the model is told about the expected output: a plain-language field list for object
-    schemas (small models follow it much better than raw JSON Schema), else the JSON Schema."""
+    schemas (small models follow it much better than raw JSON Schema), else the JSON Schema.
+    Enum options are listed sorted (``descending``: in reverse), whatever the schema's order."""
     try:
-        text = _describe_root(schema)
+        text = _describe_root(schema, descending)
     except (KeyError, TypeError, ValueError, RecursionError):
         text = None
     if text is not None:
@@ -59,18 +60,18 @@ def schema_instruction(schema: Any) -> str:
     return "Respond only with JSON that matches this JSON Schema:\n" + shown
 
 
-def _describe_root(schema: Any) -> str | None:
+def _describe_root(schema: Any, descending: bool) -> str | None:
     if not isinstance(schema, dict):
         return None
     defs = {**schema.get("definitions", {}), **schema.get("$defs", {})}
     node = _resolve(schema, defs)
     if node.get("type") == "object" and isinstance(node.get("properties"), dict):
-        lines = _describe_fields(node, defs, 0, set())
+        lines = _describe_fields(node, defs, 0, set(), descending)
         head = "Respond only with a JSON object with these fields:"
         if node.get("description"):
             head = f"{node['description'].strip()}\n{head}"
         return head + "\n" + "\n".join(lines)
-    phrase = _describe(node, defs, 0, set())
+    phrase = _describe(node, defs, 0, set(), descending)
     return f"Respond only with JSON: {phrase}."
 
 
@@ -88,7 +89,7 @@ def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _describe_fields(
-    node: dict[str, Any], defs: dict[str, Any], depth: int, stack: set[str]
+    node: dict[str, Any], defs: dict[str, Any], depth: int, stack: set[str], descending: bool
 ) -> list[str]:
     required = set(node.get("required", []))
     pad = "  " * depth
@@ -104,16 +105,19 @@ def _describe_fields(
             if desc:
                 line += f" ({desc.strip()})"
             lines.append(line + " with these fields:")
-            lines.extend(_describe_fields(sub_r, defs, depth + 1, stack | {ref} if ref else stack))
+            inner = stack | {ref} if ref else stack
+            lines.extend(_describe_fields(sub_r, defs, depth + 1, inner, descending))
             continue
-        line = f"{pad}- {json.dumps(name)}{opt}: {_describe(sub_r, defs, depth, stack)}"
+        line = f"{pad}- {json.dumps(name)}{opt}: {_describe(sub_r, defs, depth, stack, descending)}"
         if desc:
             line += f" — {desc.strip()}"
         lines.append(line)
     return lines
 
 
-def _describe(node: Any, defs: dict[str, Any], depth: int, stack: set[str]) -> str:
+def _describe(
+    node: Any, defs: dict[str, Any], depth: int, stack: set[str], descending: bool
+) -> str:
     if node is True or node == {}:
         return "any JSON value"
     if not isinstance(node, dict):
@@ -125,15 +129,19 @@ def _describe(node: Any, defs: dict[str, Any], depth: int, stack: set[str]) -> s
         return json.dumps(node["const"], ensure_ascii=False)
     if "enum" in node:
         # Sorted: the order a schema lists its options in must not bias which one is chosen.
-        words = sorted({json.dumps(v, ensure_ascii=False) for v in node["enum"]})
+        words = sorted(
+            {json.dumps(v, ensure_ascii=False) for v in node["enum"]}, reverse=descending
+        )
         return "one of " + ", ".join(words)
     for key in ("anyOf", "oneOf"):
         if key in node:
-            parts = [_describe(v, defs, depth + 1, stack) for v in node[key]]
+            parts = [_describe(v, defs, depth + 1, stack, descending) for v in node[key]]
             return " or ".join(parts)
     t = node.get("type")
     if isinstance(t, list):
-        return " or ".join(_describe({**node, "type": x}, defs, depth, stack) for x in t)
+        return " or ".join(
+            _describe({**node, "type": x}, defs, depth, stack, descending) for x in t
+        )
     if t == "null":
         return "null"
     if t == "boolean":
@@ -162,7 +170,11 @@ def _describe(node: Any, defs: dict[str, Any], depth: int, stack: set[str]) -> s
         return word
     if t == "array":
         items = node.get("items", True)
-        inner = _describe(items, defs, depth + 1, stack) if items is not False else "nothing"
+        inner = (
+            _describe(items, defs, depth + 1, stack, descending)
+            if items is not False
+            else "nothing"
+        )
         bits = []
         if "minItems" in node and node["minItems"] > 0:
             bits.append(f"at least {node['minItems']}")
@@ -174,11 +186,13 @@ def _describe(node: Any, defs: dict[str, Any], depth: int, stack: set[str]) -> s
         props = node.get("properties")
         if isinstance(props, dict) and props:
             fields = ", ".join(
-                f"{json.dumps(k)}: {_describe(v, defs, depth + 1, stack)}" for k, v in props.items()
+                f"{json.dumps(k)}: {_describe(v, defs, depth + 1, stack, descending)}"
+                for k, v in props.items()
             )
             return "an object {" + fields + "}"
         extra = node.get("additionalProperties", True)
         if isinstance(extra, dict):
-            return f"an object mapping strings to {_describe(extra, defs, depth + 1, stack)}"
+            values = _describe(extra, defs, depth + 1, stack, descending)
+            return f"an object mapping strings to {values}"
         return "a JSON object"
     raise ValueError("cannot describe this schema in words")

@@ -20,20 +20,16 @@ from structout.errors import GrammarError
 __all__ = ["literal", "prefixed", "regex_terminal"]
 
 _ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# Per character that a literal writes otherwise: its escape (``str.translate``'s table).
+_LITERAL_TABLE = {
+    **{c: f"\\u{{{c:x}}}" for c in [*range(0x20), 0x7F]},
+    **{ord(k): v for k, v in _ESCAPES.items()},
+}
 
 
 def literal(text: str) -> str:
     """A KBNF literal for ``text`` (single-quoted; control characters escaped)."""
-    out = []
-    for ch in text:
-        escaped = _ESCAPES.get(ch)
-        if escaped is not None:
-            out.append(escaped)
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{{{ord(ch):x}}}")
-        else:
-            out.append(ch)
-    return "'" + "".join(out) + "'"
+    return "'" + text.translate(_LITERAL_TABLE) + "'"
 
 
 def regex_terminal(pattern: str) -> str:
@@ -85,3 +81,34 @@ def _unterminated(text: str, at: int, what: str) -> GrammarError:
     line = text.count("\n", 0, at) + 1
     col = at - (text.rfind("\n", 0, at) + 1) + 1
     return GrammarError(f"unterminated {what} at {line}:{col} of an embedded grammar")
+
+
+class SharedRules:
+    """Grammars embedded in one larger grammar, each under its own rule-name prefix, with every
+    rule written once up to renaming.
+
+    Grammars of JSON Schemas repeat the same rules (the generic JSON value, string and number
+    rules, ``boolean``, equal objects and enums); two rules whose bodies are equal once rule
+    names are abstracted, and whose names at each position are rules that are (recursively) such
+    twins, derive the same language, so the second is dropped and uses of it go to the first
+    (hash-consing over the strongly connected components of the rule graph, in the engine:
+    ``engine_rs/src/kbnf/share.rs``).
+
+    Invariants: the lines :meth:`add` returns for a grammar, with those returned before, hold
+    the grammar's language under the start rule name it returns; a grammar that is not one rule
+    per line (``name ::= body;``, each name defined once, every name it uses defined in it) is
+    only renamed (:func:`prefixed`), its rules shared with none.
+    """
+
+    def __init__(self) -> None:
+        from structout._engine import SharedRules as _Engine
+
+        self._engine = _Engine()
+
+    def add(self, kbnf: str, prefix: str) -> tuple[list[str], str]:
+        """The rule lines to write for ``kbnf`` (every rule ``n`` named ``prefix + n`` unless an
+        equal rule was written before) and the name of its start rule."""
+        got = self._engine.add(kbnf, prefix)
+        if got is None:
+            return [prefixed(kbnf, prefix).strip()], prefix + "start"
+        return got

@@ -45,12 +45,15 @@ class KVSession:
             params = {}
         self._keep_kw = "logits_to_keep" in params or "num_logits_to_keep" in params
         self._keep_name = "logits_to_keep" if "logits_to_keep" in params else "num_logits_to_keep"
+        # transformers 5 names the KV cache ``cache`` (``past_key_values`` is deprecated there);
+        # older versions only know ``past_key_values``.
+        self._cache_name = "cache" if "cache" in params else "past_key_values"
 
     def feed(self, chunks: Sequence[Sequence[int]]) -> np.ndarray:
         """Run one forward pass; return float32 logits ``[B, V]`` (numpy, host memory) at each
         row's last position."""
         torch = self.torch
-        kwargs: dict[str, Any] = {"past_key_values": self.cache, "use_cache": True}
+        kwargs: dict[str, Any] = {self._cache_name: self.cache, "use_cache": True}
         if self._keep_kw:
             kwargs[self._keep_name] = 1
         if self.batch == 1:
@@ -72,7 +75,7 @@ class KVSession:
             kwargs["position_ids"] = torch.tensor(pos, dtype=torch.long, device=self.device)
         with torch.inference_mode():
             out = self.model(input_ids=ids, **kwargs)
-        self.cache = out.past_key_values
+        self.cache = out.cache if self._cache_name == "cache" else out.past_key_values
         self.forward_passes += 1
         logits: np.ndarray = out.logits[:, -1, :].float().cpu().numpy()
         return logits

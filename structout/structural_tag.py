@@ -12,7 +12,13 @@ rule ``start``) or :func:`structural_tag` (a :class:`structout.KBNF` target for 
 
     tag = TriggeredTags(
         triggers=["<tool_call>"],
-        tags=[Tag('<tool_call>{"name": "get_weather", "arguments": ', JsonSchema(params), "}</tool_call>")],
+        tags=[
+            Tag(
+                '<tool_call>{"name": "get_weather", "arguments": ',
+                JsonSchema(params),
+                "}</tool_call>",
+            )
+        ],
     )
     kbnf = structural_tag_kbnf(tag)
 
@@ -28,7 +34,9 @@ Invariants of the translation:
   it is refused rather than enforced loosely.
 * Each JSON Schema and embedded grammar is translated once per tree (the same schema under
   several tags shares its rules) under rule names of its own (``g<N>_``), so no two parts of
-  the tree share a rule by accident.
+  the tree share a rule by accident; a rule equal to one written before for another part (up
+  to renaming, e.g. the generic JSON rules every schema's grammar holds) is written once and
+  shared (:class:`structout.kbnf_text.SharedRules`: same language, smaller grammar).
 * Formats that need token ids rather than text (XGrammar's ``token``, ``exclude_token``,
   ``any_tokens``, ``token_triggered_tags``, ``token_dispatch``), token budgets
   (``max_tokens``) and non-JSON argument styles (``qwen_xml`` …) are refused with
@@ -38,12 +46,13 @@ Invariants of the translation:
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from structout.errors import GrammarError, SchemaError, UnsupportedSchemaError
-from structout.kbnf_text import literal, prefixed, regex_terminal
+from structout.kbnf_text import SharedRules, literal, regex_terminal
 from structout.targets import KBNF
 
 __all__ = [
@@ -255,7 +264,8 @@ class _Emitter:
     def __init__(self, translate_schema: Callable[[Any], str]) -> None:
         self._translate_schema = translate_schema
         self._rules: list[str] = []
-        self._embedded: dict[str, str] = {}  # key of a schema/grammar -> its start rule
+        self._embedded: dict[str | bytes, str] = {}  # key of a schema/grammar -> its start rule
+        self._shared = SharedRules()  # the rules of embedded grammars, each written once
         self._stops: dict[tuple[str, ...], str] = {}  # exclusion set -> its rule
         self._count = 0
 
@@ -423,9 +433,12 @@ class _Emitter:
         return f"except!({rule})"
 
     def _schema(self, schema: Any, path: str) -> str:
+        # Equal data, equal key (members in order: the grammar writes them in that order);
+        # marshal is several times cheaper than JSON on a tool's parameters.
+        key: str | bytes
         try:
-            key = "s" + json.dumps(schema, sort_keys=True, separators=(",", ":"))
-        except (TypeError, ValueError):
+            key = b"s" + marshal.dumps(schema, 2)
+        except ValueError:
             key = f"t{id(schema)}"  # a Python type: one translation per object
         if key in self._embedded:
             return self._embedded[key]
@@ -447,11 +460,12 @@ class _Emitter:
             raise GrammarError(f"in the grammar at {path or '/'}: {exc}") from None
         return self._embed(key, kbnf)
 
-    def _embed(self, key: str, kbnf: str) -> str:
+    def _embed(self, key: str | bytes, kbnf: str) -> str:
         prefix = f"g{len(self._embedded) + 1}_"
-        self._rules.append(prefixed(kbnf, prefix).strip())
-        self._embedded[key] = prefix + "start"
-        return prefix + "start"
+        lines, start = self._shared.add(kbnf, prefix)
+        self._rules.extend(lines)
+        self._embedded[key] = start
+        return start
 
 
 def _ends(tag: Tag, path: str) -> tuple[str, ...]:

@@ -100,6 +100,7 @@ _GENERATE_OPTIONS = {
     "schema_in_prompt",
     "loop_guard",
     "score_choices",
+    "calibration",
 }
 
 
@@ -221,22 +222,53 @@ class StructuredFunction(Generic[P, R]):
         return self._model if self._model is not None else current_model()
 
     # ------------------------------------------------------------------------------ calling
+    def content_free_messages(
+        self, *args: P.args, **kwargs: P.kwargs
+    ) -> list[dict[str, str]] | None:
+        """The messages of a call with every text or number argument replaced by ``N/A``: the
+        prompt without its content, which choice scoring is calibrated against (None when the
+        docstring cannot be formatted that way)."""
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        blank = {
+            k: "N/A" if isinstance(v, (str, int, float)) and not isinstance(v, bool) else v
+            for k, v in bound.arguments.items()
+        }
+        if blank == bound.arguments:
+            return None
+        try:
+            text = self._template.format(**blank)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+            return None
+        msgs = [{"role": "system", "content": self._system}] if self._system else []
+        return [*msgs, {"role": "user", "content": text}]
+
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         messages = self.messages(*args, **kwargs)
+        calibration = self.content_free_messages(*args, **kwargs)
         schema = self.schema
         if self._model is None and _model_var.get() is None:
             _check_schema(schema)  # before Model.default() spends seconds loading
         if self._is_async:
             model = self.model  # resolved in the caller's context, before switching threads
-            coroutine: R = self._acall(model, messages, schema)  # type: ignore[assignment]
+            coroutine: R = self._acall(  # type: ignore[assignment]
+                model, messages, schema, calibration
+            )
             return coroutine
-        value: R = self._generate(self.model, messages, schema)
+        value: R = self._generate(self.model, messages, schema, calibration)
         return value
 
-    async def _acall(self, model: Model, messages: list[dict[str, str]], schema: Any) -> Any:
+    async def _acall(
+        self,
+        model: Model,
+        messages: list[dict[str, str]],
+        schema: Any,
+        calibration: list[dict[str, str]] | None,
+    ) -> Any:
         loop = asyncio.get_running_loop()
         ctx = contextvars.copy_context()
-        return await loop.run_in_executor(None, ctx.run, self._generate, model, messages, schema)
+        call = functools.partial(self._generate, model, messages, schema, calibration)
+        return await loop.run_in_executor(None, ctx.run, call)
 
     @overload
     def stream(
@@ -251,12 +283,21 @@ class StructuredFunction(Generic[P, R]):
         under construction (``Model.stream(..., partial=True)``); iterate with ``for`` or, in a
         coroutine, ``async for`` (both for ``def`` and ``async def`` functions)."""
         options = {k: v for k, v in self._options.items() if k != "return_result"}
+        options.setdefault("calibration", self.content_free_messages(*args, **kwargs))
         stream: Callable[..., Any] = self.model.stream
         return stream(self.messages(*args, **kwargs), self.schema, partial=True, **options)
 
-    def _generate(self, model: Model, messages: list[dict[str, str]], schema: Any) -> Any:
+    def _generate(
+        self,
+        model: Model,
+        messages: list[dict[str, str]],
+        schema: Any,
+        calibration: list[dict[str, str]] | None,
+    ) -> Any:
         generate: Callable[..., Any] = model.generate
-        return generate(messages, schema, **self._options)
+        options = dict(self._options)
+        options.setdefault("calibration", calibration)
+        return generate(messages, schema, **options)
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         """Bind like a function, so ``@structured`` works on methods."""

@@ -8,6 +8,7 @@ given KBNF text or the translation of ``json_schema`` (made later, through the c
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar, overload
@@ -105,10 +106,8 @@ def resolve_schema(schema: Any) -> Target[Any]:
     if cached is not None:
         return cached
     target = _type_target(schema)
-    try:
+    with contextlib.suppress(TypeError):
         _type_targets.put(schema, target)
-    except TypeError:
-        pass
     return target
 
 

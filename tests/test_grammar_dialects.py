@@ -157,7 +157,7 @@ def enumerate_strings(alphabet: str, max_len: int) -> Iterator[str]:
             yield "".join(t)
 
 
-# -- GBNF grammars with their references ------------------------------------------------------------
+# -- GBNF grammars with their references -----------------------------------------------------------
 
 JSON_GBNF = r"""
 # llama.cpp's grammars/json.gbnf, in its usual style
@@ -370,7 +370,7 @@ def test_gbnf_errors(text: str, where: str, what: str) -> None:
     assert f"error at {where}:" in message and what in message and "hint:" in message, message
 
 
-# -- Lark ---------------------------------------------------------------------------------------------
+# -- Lark ------------------------------------------------------------------------------------------
 
 SQL_LARK = r"""
 ?start: select_statement

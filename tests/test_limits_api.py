@@ -54,7 +54,7 @@ def test_limits_split_into_translator_and_engine_options() -> None:
     assert lim.translator_options() == {"max_schema_depth": 5, **bound}
     assert lim.engine_options() == {"dfa_size_limit": 1 << 20, "max_items_per_set": 100}
     assert Limits().translator_options() == bound and Limits().engine_options() == {}
-    names = {f for f in Limits.__dataclass_fields__}
+    names = set(Limits.__dataclass_fields__)
     assert names == set(ENGINE_LIMITS) | set(TRANSLATOR_LIMITS)
     t, e = split_options({"indent": 2, "max_total_items": 9})
     assert t == {"indent": 2} and e == {"max_total_items": 9}

@@ -624,17 +624,11 @@ def test_fill_rejects_read_only(json_matcher: tuple[Any, Any, Any]) -> None:
     vocab, _, m = json_matcher
     ro = so.allocate_token_bitmask(1, vocab.size)
     ro.flags.writeable = False
-    try:
+    with pytest.raises((ValueError, TypeError)):
         m.fill_next_token_bitmask(ro)
-    except (ValueError, TypeError):
-        pass
-    else:
-        raise AssertionError("a read-only bitmask was accepted")
-    try:
+    with pytest.raises((ValueError, TypeError)):
         so.fill_next_token_bitmasks([m], ro)
-    except (ValueError, TypeError):
-        return
-    raise AssertionError("a read-only bitmask was accepted by the batch fill")
+    assert not ro.any(), "nothing was written"
 
 
 def test_rows_and_token_ids_out_of_range(json_matcher: tuple[Any, Any, Any]) -> None:
@@ -699,11 +693,11 @@ def test_grammar_and_vocab_argument_errors() -> None:
     with pytest.raises(UnicodeEncodeError):
         so.compile_grammar("start ::= '\udcff';")
     for bad_vocab in ("vocab", None, 3, so._engine):
-        with pytest.raises(TypeError, match="structout.Vocabulary"):
+        with pytest.raises(TypeError, match=r"structout\.Vocabulary"):
             so.compile_kbnf("start ::= 'a';", bad_vocab)
     with pytest.raises(TypeError):
         so.compile_kbnf("start ::= 'a';", vocab, no_such_limit=1)
-    with pytest.raises(TypeError, match="Vocabulary.from_hf"):
+    with pytest.raises(TypeError, match=r"Vocabulary\.from_hf"):
         so.Vocabulary(3)
     with pytest.raises(KeyError, match="nope"):
         so.builtin_grammar("nope")

@@ -4,8 +4,12 @@ errors, bounded time and memory, and thread safety of mask filling with the GIL 
 Each adversarial case must compile and run within the documented bounds (``docs/limits.md``) or
 raise the documented error (:class:`structout.errors.LimitExceededError`, ``GrammarError``,
 ``SchemaError``, ``UnsupportedSchemaError``), in bounded time and memory. Cases whose cost is
-unknown in advance run in a subprocess with a hard timeout and report their own peak RSS, so a
+unknown in advance run in a subprocess under a watchdog and report their own peak RSS, so a
 regression can neither hang the test session nor hide behind other tests' memory.
+
+No test here asserts how long something takes (a shared CI machine makes such claims flaky): the
+claims are limits and errors, counted in bytes, items and megabytes. The watchdog only turns a hang
+into a failure. The times of these cases are measured by ``bench/limits_bench.py``.
 """
 
 from __future__ import annotations
@@ -35,28 +39,28 @@ from structout.errors import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-#: Generous wall-clock bound for one adversarial case (CI machines are slow and shared).
-BOUND_S = 20.0
+#: Watchdog for one case run in a subprocess: a hang fails the test instead of stalling the
+#: session (not a performance claim; cases take well under a second to a few seconds).
+WATCHDOG_S = 300.0
 MIB = 1 << 20
 #: Errors a schema may legitimately raise instead of translating.
 SCHEMA_ERRORS = (SchemaError, UnsupportedSchemaError, LimitExceededError)
 
 
-def _bounded(code: str, timeout: float = BOUND_S) -> dict[str, Any]:
-    """Runs ``code`` in a fresh interpreter (repo on ``sys.path``) with a hard timeout.
+def _bounded(code: str) -> dict[str, Any]:
+    """Runs ``code`` in a fresh interpreter (repo on ``sys.path``) under the watchdog.
 
-    The code must assign a JSON-serializable ``result``; returned with ``elapsed`` (seconds,
-    measured in the child) and ``rss_mb`` (the child's peak RSS growth over its start-up).
-    Raises ``AssertionError`` when the child times out or crashes.
+    The code must assign a JSON-serializable ``result``; returned with ``rss_mb`` (the child's
+    peak RSS growth over its start-up). Raises ``AssertionError`` when the child hangs or
+    crashes.
     """
     prog = (
-        "import json, resource, time, sys\n"
+        "import json, resource, sys\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
         "import structout\n"
         "_rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-        "_t0 = time.perf_counter()\n"
         + textwrap.dedent(code)
-        + "\n_out = {'result': result, 'elapsed': time.perf_counter() - _t0,\n"
+        + "\n_out = {'result': result,\n"
         "        'rss_mb': (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - _rss0) / 1024}\n"
         "print('@@' + json.dumps(_out))\n"
     )
@@ -66,17 +70,16 @@ def _bounded(code: str, timeout: float = BOUND_S) -> dict[str, Any]:
             check=False,
             capture_output=True,
             text=True,
-            timeout=timeout + 10,  # interpreter and numpy start-up
+            timeout=WATCHDOG_S,
             cwd=str(REPO),
         )
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"did not finish within {timeout:.0f} s") from None
+        raise AssertionError(f"hung: no result within {WATCHDOG_S:.0f} s") from None
     line = next((x for x in proc.stdout.splitlines() if x.startswith("@@")), None)
     assert proc.returncode == 0 and line is not None, (
         f"child failed (rc={proc.returncode}):\n{proc.stderr[-3000:]}"
     )
     out: dict[str, Any] = json.loads(line[2:])
-    assert out["elapsed"] < timeout, f"took {out['elapsed']:.1f} s (bound {timeout:.0f} s)"
     return out
 
 
@@ -90,27 +93,15 @@ def _rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    out = fn(*args, **kwargs)
-    dt = time.perf_counter() - t0
-    assert dt < BOUND_S, f"{getattr(fn, '__name__', fn)} took {dt:.1f} s"
-    return out, dt
-
-
 # ============================================================================ KBNF grammars
 def test_exponential_regex_hits_the_dfa_limit() -> None:
-    t0 = time.perf_counter()
     with pytest.raises(LimitExceededError, match="dfa_size_limit") as e:
         so.compile_grammar('start ::= #"(a|b)*a(a|b){25}";')
-    assert time.perf_counter() - t0 < BOUND_S
     assert "1:11" in str(e.value) and "hint" in str(e.value)
-    # A smaller limit is settable and fails faster; a smaller regex compiles and runs.
-    t0 = time.perf_counter()
+    # A smaller limit is settable; a smaller regex compiles and runs.
     with pytest.raises(LimitExceededError, match="dfa_size_limit"):
         so.compile_grammar('start ::= #"(a|b)*a(a|b){25}";', dfa_size_limit=1 << 16)
-    assert time.perf_counter() - t0 < 5
-    g, _ = _timed(so.compile_grammar, 'start ::= #"(a|b)*a(a|b){12}";')
+    g = so.compile_grammar('start ::= #"(a|b)*a(a|b){12}";')
     assert g.memory_usage <= 32 * MIB
     assert g.accepts(b"b" * 10_000 + b"a" + b"b" * 12)
     assert not g.accepts(b"b" * 10_000 + b"a" + b"b" * 11)
@@ -119,11 +110,9 @@ def test_exponential_regex_hits_the_dfa_limit() -> None:
 def test_ambiguous_grammar_hits_the_item_limit() -> None:
     g = so.compile_grammar("start ::= S; S ::= S S | 'a';", max_items_per_set=300)
     r = g.recognizer()
-    t0 = time.perf_counter()
     with pytest.raises(LimitExceededError, match="max_items_per_set"):
         for _ in range(5000):
             assert r.feed(b"a")
-    assert time.perf_counter() - t0 < BOUND_S
     n = len(r)
     assert 250 <= n <= 310 and r.is_complete(), "state unchanged by the failed byte"
     with pytest.raises(LimitExceededError):
@@ -142,18 +131,17 @@ def test_ambiguous_grammar_hits_the_item_limit() -> None:
     assert bm[0, 0] & 0b110
 
 
-def test_ambiguous_grammar_with_default_limits_is_bounded_in_time() -> None:
+def test_ambiguous_grammar_with_default_limits_is_bounded() -> None:
     """The work per byte on `S ::= S S | 'a'` grows with the input (~k^2/2 completion steps at
-    byte k); max_work_per_byte stops it long before it turns into a hang."""
+    byte k); the default max_work_per_byte (2^18) stops it within a thousand bytes or so, long
+    before it turns into a hang."""
     g = so.compile_grammar("start ::= S; S ::= S S | 'a';")
     r = g.recognizer()
-    t0 = time.perf_counter()
-    with pytest.raises(LimitExceededError, match="max_work_per_byte|max_items_per_set"):
-        for _ in range(100_000):
+    with pytest.raises(LimitExceededError, match=r"max_work_per_byte|max_items_per_set"):
+        for _ in range(4_000):
             assert r.feed(b"a")
-            assert time.perf_counter() - t0 < BOUND_S, f"no limit after {len(r)} bytes"
     n = len(r)
-    assert r.is_complete() and n > 100, "state unchanged by the failed byte"
+    assert r.is_complete() and 100 < n < 4_000, "state unchanged by the failed byte"
     # The bound is settable: a smaller one stops earlier.
     g = so.compile_grammar("start ::= S; S ::= S S | 'a';", max_work_per_byte=5_000)
     r = g.recognizer()
@@ -173,18 +161,18 @@ def test_max_total_items_bounds_a_sequence() -> None:
 
 def test_many_alternatives_rules_and_deep_nesting() -> None:
     values = " | ".join(f"'\"value_{i}\"'" for i in range(10_000))
-    g, _ = _timed(so.compile_grammar, f"start ::= {values};")
+    g = so.compile_grammar(f"start ::= {values};")
     assert g.accepts(b'"value_9999"') and not g.accepts(b'"value_10000"')
     assert g.memory_usage < 64 * MIB
     names = " | ".join(f"p{i}" for i in range(5_000))
     rules = "\n".join(f'p{i} ::= \'"prop_{i}": \' #"[0-9]+";' for i in range(5_000))
-    g, _ = _timed(so.compile_grammar, f"start ::= '{{' ({names}) (', ' ({names}))* '}}';\n{rules}")
+    g = so.compile_grammar(f"start ::= '{{' ({names}) (', ' ({names}))* '}}';\n{rules}")
     assert g.accepts(b'{"prop_4999": 1, "prop_0": 22}')
     # Parenthesized nesting beyond 100 levels is a limit error; rule nesting is unbounded.
     with pytest.raises(LimitExceededError, match="nested deeper"):
         so.compile_grammar("start ::= " + "(" * 1000 + "'a'" + ")" * 1000 + ";")
     chain = "\n".join(f"r{i} ::= '[' r{i + 1} ']' | 'x';" for i in range(1000))
-    g, _ = _timed(so.compile_grammar, f"start ::= r0;\n{chain}\nr1000 ::= 'y';")
+    g = so.compile_grammar(f"start ::= r0;\n{chain}\nr1000 ::= 'y';")
     assert g.accepts(b"[" * 1000 + b"y" + b"]" * 1000)
 
 
@@ -193,14 +181,13 @@ def test_huge_repetition_counts_and_megabyte_literals() -> None:
         so.compile_grammar("start ::= 'a'{4294967295};")
     with pytest.raises(LimitExceededError, match="max_repetition"):
         so.compile_grammar("start ::= 'a'{11};", max_repetition=10)
-    g, _ = _timed(so.compile_grammar, "start ::= (('a'{1000000}){1000000}){1000000};")
+    g = so.compile_grammar("start ::= (('a'{1000000}){1000000}){1000000};")
     assert g.memory_usage < 16 * MIB
     r = g.recognizer()
     assert r.feed(b"a" * 10_000) and not r.is_complete()
     mb = "a" * MIB
-    g, _ = _timed(so.compile_grammar, f"start ::= '{mb}';")
-    ok, _ = _timed(g.accepts, mb.encode())
-    assert ok
+    g = so.compile_grammar(f"start ::= '{mb}';")
+    assert g.accepts(mb.encode())
 
 
 def test_nul_bytes_and_odd_text() -> None:
@@ -227,31 +214,29 @@ def test_trailing_backslash_is_a_grammar_error() -> None:
 def test_item_limit_below_the_initial_set_is_not_a_panic() -> None:
     # Fuzz finding (fixed in b983bc8): Recognizer::reset expected the initial set to fit the item
     # limits and raised pyo3's PanicException (a BaseException) from recognizer()/matcher().
+    # Either step may refuse with the limit's error; what it accepts it recognizes correctly.
     text = "start ::= A | B 'x'; A ::= 'a' | C; C ::= 'c' 'd'; B ::= 'b' | 'bb' start;"
     try:
-        g = so.compile_grammar(text, max_items_per_set=1)
-    except LimitExceededError:
-        return
-    try:
-        g.recognizer().feed(b"cd")
-    except LimitExceededError:
-        pass
+        r = so.compile_grammar(text, max_items_per_set=1).recognizer()
+        fed = r.feed(b"cd")
+    except LimitExceededError as e:
+        assert "max_items_per_set" in str(e)
+    else:
+        assert fed and r.is_complete()
 
 
 def test_megabyte_regex_is_a_limit_error() -> None:
     # Fixed in b983bc8: the NFA budget error used to be a GrammarError ("invalid regex terminal").
-    t0 = time.perf_counter()
     try:
         g = so.compile_grammar('start ::= #"' + "a" * MIB + '";')
     except LimitExceededError as e:
         assert "dfa_size_limit" in str(e)
     else:
         assert g.accepts(b"a" * MIB)
-    assert time.perf_counter() - t0 < BOUND_S
 
 
 # ============================================================================ JSON Schemas
-def _translate_and_compile(schema_code: str, timeout: float = BOUND_S) -> dict[str, Any]:
+def _translate_and_compile(schema_code: str) -> dict[str, Any]:
     """In a subprocess: translate the schema built by ``schema_code`` (assigning ``schema``)
     and compile it; result = ``["ok", kbnf_chars, memory]`` or ``["error", class, message]``."""
     code = (
@@ -269,7 +254,7 @@ except Exception as e:
     result = ["undocumented", type(e).__name__, str(e)[:300]]
 """
     )
-    return _bounded(code, timeout)
+    return _bounded(code)
 
 
 def _documented(out: dict[str, Any]) -> None:
@@ -289,7 +274,6 @@ def test_schema_ten_thousand_enum_values() -> None:
     out = _translate_and_compile("schema = {'enum': [f'value_{i}' for i in range(10_000)]}")
     _documented(out)
     assert out["result"][0] == "ok", out["result"]
-    assert out["elapsed"] < 5, f"took {out['elapsed']:.1f} s"
 
 
 def test_schema_two_thousand_enum_values() -> None:
@@ -390,7 +374,7 @@ def test_schema_megabyte_pattern() -> None:
     status, cls, message = out["result"]
     assert (status, cls) == ("error", "LimitExceededError"), out["result"]
     assert "max_pattern_length = 16384" in message and "at /pattern" in message, message
-    assert out["elapsed"] < 2 and out["rss_mb"] < 256, out
+    assert out["rss_mb"] < 256, out
     # Raising the option translates longer patterns (linear time: 256 KiB in ~2 s).
     out = _bounded(
         """
@@ -414,10 +398,8 @@ def test_schema_megabyte_pattern() -> None:
 def test_schema_limits(schema: dict[str, Any], error: type) -> None:
     from structout.schema import to_kbnf
 
-    t0 = time.perf_counter()
     with pytest.raises(error):
         so.compile_grammar(to_kbnf(schema))
-    assert time.perf_counter() - t0 < BOUND_S
 
 
 @pytest.mark.parametrize("bad", [3, 2.5, [1, 2], "not json {", b"{}", object()])
@@ -607,7 +589,6 @@ def test_long_generation_memory(grammar: str, piece: bytes) -> None:
         f"peak RSS +{grew:.0f} MB ({grew * MIB / n_bytes:.0f} B per byte)"
     )
     assert n_bytes == 100_000 * len(piece) + (1 if grammar.startswith("start ::= '['") else 0)
-    assert dt < 60
     # Linear, about 44 bytes of recognizer state per byte today; bound it generously.
     assert grew < 256, f"peak RSS grew {grew:.0f} MB for {n_bytes} bytes"
     m.rollback(100_000)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from typing import Any
 
 import pytest
@@ -163,10 +162,8 @@ def test_deep_python_types() -> None:
 
 # ============================================================================ patterns
 def test_pattern_length_limit() -> None:
-    t0 = time.perf_counter()
     with pytest.raises(LimitExceededError) as e:
         to_kbnf({"type": "string", "pattern": "a" * (1 << 20)})
-    assert time.perf_counter() - t0 < 1
     assert getattr(e.value, "limit", None) == "max_pattern_length"
     assert getattr(e.value, "pointer", None) == "/pattern"
     assert "max_pattern_length = 16384" in str(e.value) and "hint" in str(e.value)
@@ -174,10 +171,8 @@ def test_pattern_length_limit() -> None:
     with pytest.raises(LimitExceededError) as e:
         to_kbnf({"type": "object", "patternProperties": {key: {}}})
     assert getattr(e.value, "pointer", None) == f"/patternProperties/{key}"
-    # at the limit it translates (linear: terminal chunks are measured per item)
-    t0 = time.perf_counter()
+    # at the limit it translates (in linear time: bench/limits_bench.py)
     k = to_kbnf({"type": "string", "pattern": "^" + "ab" * 8191 + "$"})
-    assert time.perf_counter() - t0 < 5
     g = _grammar(k)
     assert g.accepts(b'"' + b"ab" * 8191 + b'"') and not g.accepts(b'"' + b"ab" * 8190 + b'"')
     with pytest.raises(ValueError, match="max_pattern_length"):
@@ -193,24 +188,10 @@ def test_pattern_nesting_limit() -> None:
     assert "at /pattern" in str(e.value)
 
 
-def test_translation_of_long_patterns_is_linear() -> None:
-    def seconds(n: int) -> float:
-        t0 = time.perf_counter()
-        to_kbnf({"type": "string", "pattern": "a" * n}, max_pattern_length=n)
-        return time.perf_counter() - t0
-
-    seconds(1000)  # warm caches
-    small, large = seconds(8192), seconds(65536)
-    # 8x the input: about 8x the time (the quadratic chunking took 64x); generous for noise
-    assert large < 20 * small + 0.5, (small, large)
-
-
 # ============================================================================ enums
-def test_ten_thousand_string_enum_is_exact_and_fast() -> None:
+def test_ten_thousand_string_enum_is_exact() -> None:
     values = [f"value_{i}" for i in range(10_000)]
-    t0 = time.perf_counter()
     k = to_kbnf({"enum": values})
-    assert time.perf_counter() - t0 < 5
     g = _grammar(k)
     rng = random.Random(5)
     for v in rng.sample(values, 200):
@@ -221,9 +202,7 @@ def test_ten_thousand_string_enum_is_exact_and_fast() -> None:
 
 def test_large_number_enum_is_exact() -> None:
     values = list(range(-3000, 9000, 3))
-    t0 = time.perf_counter()
     k = to_kbnf({"enum": values})
-    assert time.perf_counter() - t0 < 20
     g = _grammar(k)
     for v in range(-3100, 9100, 7):
         assert g.accepts(str(v).encode()) == (v in set(values) and -3000 <= v < 9000), v
@@ -234,10 +213,8 @@ def test_large_number_enum_is_exact() -> None:
 def test_five_thousand_optional_properties() -> None:
     n = 5000
     schema = {"type": "object", "properties": {f"prop_{i}": {"type": "integer"} for i in range(n)}}
-    t0 = time.perf_counter()
     k = to_kbnf(schema)
     g = _grammar(k)
-    assert time.perf_counter() - t0 < 30
     assert g.accepts(b"{}") and g.accepts(b'{"prop_0": 1}') and g.accepts(b'{"prop_4999": 1}')
     doc = {f"prop_{i}": i for i in range(0, n, 7)}
     assert g.accepts(json.dumps(doc).encode())
@@ -312,10 +289,8 @@ def test_combining_work_is_bounded_by_max_schema_work() -> None:
     schema = {"allOf": [_any_of_objects("a", 20), _any_of_objects("b", 20)]}
     g = _grammar(to_kbnf(schema))
     assert g.accepts(b'{"a3": 1, "b7": 2}') and not g.accepts(b'{"a3": 1}')
-    t0 = time.perf_counter()
     with pytest.raises(LimitExceededError, match="max_schema_work") as e:
         to_kbnf(schema, max_schema_work=200)
-    assert time.perf_counter() - t0 < 5
     assert getattr(e.value, "limit", None) == "max_schema_work"
     with pytest.raises(ValueError, match="max_schema_work"):
         to_kbnf(schema, max_schema_work=0)

@@ -255,9 +255,9 @@ def test_merged_schemas_list_properties_in_schema_order(
 @pytest.mark.parametrize("factor", [10, 4000, 4096, 10000, 7 * 10**6, 10**30, 120000, 250])
 @pytest.mark.parametrize("kind", ["integer", "number"])
 def test_multiple_of_large_factors_with_trailing_zeros_is_exact(factor: int, kind: str) -> None:
-    """``c * 10**t`` factors (c * (t + 1) up to 8192) compile; on plain integers (positive, negative, at,
-    around and far from the multiples) the grammar agrees with jsonschema exactly, and it never
-    accepts a spelling with a fraction whose decimal value is not a multiple."""
+    """``c * 10**t`` factors (c * (t + 1) up to 8192) compile; on plain integers (positive,
+    negative, at, around and far from the multiples) the grammar agrees with jsonschema exactly, and
+    it never accepts a spelling with a fraction whose decimal value is not a multiple."""
     schema = {"type": kind, "multipleOf": factor}
     g = compile_grammar(to_kbnf(schema))
     validator = jsonschema.Draft202012Validator(schema)

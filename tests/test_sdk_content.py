@@ -10,6 +10,7 @@ and that choice scoring picks the option whose whole spelling is most probable.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from types import SimpleNamespace
 from typing import Any, Literal
 
@@ -67,8 +68,19 @@ def _tok(text: str) -> int:
     return int(ids[0])
 
 
+@lru_cache(maxsize=1)
+def _shared() -> tuple[ScriptedLM, structout.Model]:
+    """One scripted LM and one Model over it (the vocabulary and its token facts are built once);
+    each test sets the script through :func:`_model`."""
+    lm = ScriptedLM([])
+    return lm, structout.Model(lm, llama3_tokenizer(), cache=CompileCache(disk=False))
+
+
 def _model(lm: ScriptedLM) -> structout.Model:
-    return structout.Model(lm, llama3_tokenizer(), cache=CompileCache(disk=False))
+    """The shared Model, scripted like ``lm``."""
+    shared, model = _shared()
+    shared.prefer, shared.bigram = lm.prefer, lm.bigram
+    return model
 
 
 def _run(lm: ScriptedLM, schema: Any, **options: Any) -> Any:
@@ -130,6 +142,7 @@ def test_guard_ends_a_looping_key() -> None:
     assert "ababab" in key and len(key) <= 10, res.text
 
 
+@pytest.mark.slow
 def test_guard_ends_repeating_array_items() -> None:
     schema = {
         "type": "array",
@@ -191,6 +204,7 @@ def test_guard_closes_everything_when_the_budget_runs_low() -> None:
     assert len(res.token_ids) <= 64
 
 
+@pytest.mark.slow
 def test_guarded_outputs_stay_in_the_grammar() -> None:
     """Random token preferences on a schema with every kind of value: whatever the guard does,
     the output validates."""
@@ -282,15 +296,35 @@ def test_json_track_frames() -> None:
 
 def test_periodic_and_counter_suffixes() -> None:
     guard = LoopGuard()
-    assert periodic_suffix(b'"aaaaaa', guard) == 6
+    assert periodic_suffix(b'"aaaaaa', guard) == (6, 1)
     assert periodic_suffix(b'"aaaaa', guard) is None
-    assert periodic_suffix(b"x A.A.A.", guard) == 6
+    assert periodic_suffix(b"x A.A.A.", guard) == (6, 2)
     assert periodic_suffix(b"x      ", guard) is None  # indentation is not a loop
     assert periodic_suffix(b"2148000", guard) is None
-    assert periodic_suffix(b"1000000000", guard) is None  # zeros: a round number
+    assert periodic_suffix(b"1000000000", guard, in_number=True) is None  # a round number
+    assert periodic_suffix(b'"12:00:00.000000', guard) == (6, 1)  # in a string: a loop
     text = b'[{"q": 5}, {"q": 6}, {"q": 7}, {"q": 8}, '
     assert counter_suffix(text, guard) == len(text) - 1
     assert counter_suffix(b"[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, ", guard) is None  # just data
+
+
+def test_guard_breaks_a_loop_it_cannot_close() -> None:
+    """Digits of a date-time's fraction loop where no quote may follow yet (a time zone is
+    required): the guard bans repeating the unit, so the loop breaks and the value ends."""
+    schema = {
+        "type": "object",
+        "properties": {"at": {"type": "string", "format": "date-time"}},
+        "required": ["at"],
+        "additionalProperties": False,
+    }
+    digits = [_tok(str(d)) for d in range(10)]
+    lm = ScriptedLM([_tok("0"), *digits[1:], _tok("T"), _tok(":"), _tok("."), _tok("Z")])
+    lm.bigram = {_tok("Z"): [_tok('"}')]}
+    with pytest.raises(TruncatedOutputError):
+        _run(lm, schema, loop_guard=False)
+    res = _run(lm, schema)
+    value = _valid(schema, res.text)
+    assert "000000" in value["at"] and "0000000" not in value["at"], res.text
 
 
 def test_bitmask_narrowing_equals_logit_narrowing() -> None:
@@ -305,7 +339,7 @@ def test_bitmask_narrowing_equals_logit_narrowing() -> None:
     space = TokenSpace(data, [], VOCAB, lambda s: tok.encode(s, add_special_tokens=False))
     closers = token_closers(space)
     rng = np.random.default_rng(0)
-    for prefix in (b'{"a": "hahaha', b'{"a": 1111111', b'[1, 2, [3, 3, 3, 3], ', b'{"k": "x'):
+    for prefix in (b'{"a": "hahaha', b'{"a": 1111111', b"[1, 2, [3, 3, 3, 3], ", b'{"k": "x'):
         guard = RowGuard(LoopGuard(max_run=3, min_repeats=2), JsonTrack(), 1000)
         guard.track.feed(prefix)
         guard.observe(1000)

@@ -148,6 +148,7 @@ def test_truncation_raises_with_partial_text(model: Model) -> None:
         model.generate("x", _grammar(long), max_new_tokens=5, jump_forward=False)
 
 
+@pytest.mark.slow
 def test_eos_allowed_only_when_finished(model: Model) -> None:
     # '1' is complete but may continue to '12'/'123': EOS competes with the longer strings.
     g = _grammar("1", "12", "123")
@@ -313,6 +314,7 @@ def test_schema_instruction_lists_fields_in_plain_words() -> None:
     assert weird is not None and weird.endswith('{"not": {"type": "string"}}')
 
 
+@pytest.mark.slow
 def test_masks_filled_during_the_forward_pass_give_identical_output(
     model: Model, monkeypatch: pytest.MonkeyPatch
 ) -> None:

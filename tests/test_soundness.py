@@ -240,6 +240,7 @@ def _report(t: Tally, seconds: float) -> str:
     )
 
 
+@pytest.mark.slow
 def test_sampled_documents_are_valid() -> None:
     t0 = time.perf_counter()
     tally = run_sample(N_SCHEMAS, N_DOCS, SEED)

@@ -23,7 +23,7 @@ import pytest
 
 import structout
 from structout.errors import GrammarError, SchemaError, UnsupportedSchemaError
-from structout.kbnf_text import literal, prefixed, regex_terminal
+from structout.kbnf_text import SharedRules, literal, prefixed, regex_terminal
 from structout.structural_tag import (
     AnyText,
     ConstString,
@@ -154,9 +154,14 @@ def _ends(fmt: Format, s: str, i: int, follow: tuple[str, ...]) -> set[int]:
         mid = _ends(fmt.content, s, i + len(fmt.begin), ends)
         return {m + len(e) for m in mid for e in ends if s.startswith(e, m)}
     if isinstance(fmt, TriggeredTags):
-        text = lambda p: _free(s, p, fmt.triggers + fmt.excludes + follow)
-        tags = lambda p: {j for t in fmt.tags for j in _ends(t, s, p, ())}
-        after_text = {j for j in text(i)}
+
+        def text(p):
+            return _free(s, p, fmt.triggers + fmt.excludes + follow)
+
+        def tags(p):
+            return {j for t in fmt.tags for j in _ends(t, s, p, ())}
+
+        after_text = set(text(i))
         if fmt.stop_after_first:
             with_tag = {j for p in after_text for j in tags(p)}
             return with_tag if fmt.at_least_one else with_tag | after_text
@@ -170,7 +175,10 @@ def _ends(fmt: Format, s: str, i: int, follow: tuple[str, ...]) -> set[int]:
             frontier = {j for p in nxt for j in text(p)}
         return done
     if isinstance(fmt, TagsWithSeparator):
-        tags = lambda p: {j for t in fmt.tags for j in _ends(t, s, p, ())}
+
+        def tags(p):
+            return {j for t in fmt.tags for j in _ends(t, s, p, ())}
+
         first = tags(i)
         if fmt.stop_after_first:
             return first if fmt.at_least_one else first | {i}
@@ -206,7 +214,9 @@ def _ends(fmt: Format, s: str, i: int, follow: tuple[str, ...]) -> set[int]:
         return out
     if isinstance(fmt, Dispatch):
         patterns = tuple(p for p, _ in fmt.rules)
-        text = lambda p: _free(s, p, patterns + fmt.excludes + follow)
+
+        def text(p):
+            return _free(s, p, patterns + fmt.excludes + follow)
 
         def islands(p: int) -> set[int]:
             return {
@@ -295,6 +305,7 @@ def _strings(max_len: int) -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize("seed", range(40))
+@pytest.mark.slow
 def test_random_trees_match_the_interpreter(seed: int) -> None:
     rng = random.Random(seed)
     checked = 0
@@ -448,7 +459,8 @@ def _parse_calls(text: str) -> tuple[str, list[tuple[str, Any]]] | None:
 
 
 def _call(name: str, args: Any) -> str:
-    return f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args, ensure_ascii=False)}}}\n</tool_call>'
+    arguments = json.dumps(args, ensure_ascii=False)
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'
 
 
 def _candidates(rng: random.Random) -> list[str]:
@@ -569,3 +581,147 @@ def test_same_schema_is_translated_once() -> None:
     tags = tuple(Tag(f"<{i}>", JsonSchema(WEATHER), "</>") for i in range(1, 4))
     structural_tag_kbnf(TagsWithSeparator(tags, ""), translate_schema=translate)
     assert len(seen) == 1
+
+
+# ---------------------------------------------------------------------------- shared rules
+def _unshared(self: SharedRules, kbnf: str, prefix: str) -> tuple[list[str], str]:
+    return [prefixed(kbnf, prefix).strip()], prefix + "start"
+
+
+_NODE = {
+    "type": "object",
+    "properties": {
+        "v": {"type": "integer", "minimum": 0, "maximum": 9},
+        "next": {"anyOf": [{"$ref": "#/definitions/node"}, {"type": "null"}]},
+    },
+    "required": ["v", "next"],
+    "additionalProperties": False,
+}
+
+
+def _random_param(rng: random.Random, depth: int) -> dict[str, Any]:
+    kind = rng.randrange(10 if depth < 2 else 7)
+    if kind == 0:
+        return {"type": "string"}
+    if kind == 1:
+        return {"enum": rng.sample(["a", "b", "ab", "c"], rng.randint(1, 3))}
+    if kind == 2:
+        return {"type": "integer", "minimum": rng.choice([0, -3]), "maximum": rng.choice([5, 12])}
+    if kind == 3:
+        return {"type": rng.choice(["number", "boolean", "null", "integer"])}
+    if kind == 4:
+        return {"type": "array", "items": {"type": "string"}, "maxItems": rng.choice([2, 3])}
+    if kind == 5:
+        return {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    if kind == 6:
+        return rng.choice([{}, {"type": "array"}, {"type": "object"}])  # (generic JSON rules)
+    if kind == 7:
+        return {"$ref": "#/definitions/node"}
+    return _random_object(rng, depth + 1)
+
+
+def _random_object(rng: random.Random, depth: int = 0) -> dict[str, Any]:
+    names = rng.sample(["a", "b", "c", "d"], rng.randint(1, 3))
+    s: dict[str, Any] = {
+        "type": "object",
+        "properties": {n: _random_param(rng, depth) for n in names},
+        "required": [n for n in names if rng.random() < 0.6],
+    }
+    if rng.random() < 0.5:
+        s["additionalProperties"] = False
+    if depth == 0:
+        s["definitions"] = {"node": _NODE}
+    return s
+
+
+def _random_value(rng: random.Random, schema: Any, depth: int = 0) -> Any:
+    """A value of about the schema's shape: often valid, sometimes not."""
+    if rng.random() < 0.06 or depth > 4:
+        return rng.choice([None, 0, -4, 13, 1.5, "a", "zz", True, [], {}, [1], {"e": 1}])
+    if not isinstance(schema, dict):
+        return None
+    if "$ref" in schema:
+        schema = _NODE
+    if "anyOf" in schema:
+        return _random_value(rng, rng.choice(schema["anyOf"]), depth)
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    t = schema.get("type")
+    if t == "object":
+        props = schema.get("properties", {})
+        out = {k: _random_value(rng, v, depth + 1) for k, v in props.items() if rng.random() < 0.8}
+        if rng.random() < 0.15:
+            out["extra"] = 1
+        return out
+    if t == "array":
+        item = schema.get("items", {"type": "integer"})
+        return [_random_value(rng, item, depth + 1) for _ in range(rng.randint(0, 4))]
+    if t == "integer":
+        return rng.randint(-5, 14)
+    if t == "number":
+        return rng.choice([0.5, -2, 1e3])
+    if t == "string":
+        return rng.choice(["x", "Paris", ""])
+    if t == "boolean":
+        return rng.random() < 0.5
+    return rng.choice([None, 3, "s", [True], {"k": None}])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shared_rules_keep_the_language(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    tools = {f"f{i}": _random_object(rng) for i in range(8)}
+    tools["dup"] = json.loads(json.dumps(tools["f0"]))  # (equal schemas: one translation)
+    tools["dup"]["description"] = "same language, other JSON"
+    tags = tuple(
+        Tag(f'<tool_call>{{"name": "{n}", "arguments": ', JsonSchema(s), "}</tool_call>")
+        for n, s in tools.items()
+    )
+    fmt = TriggeredTags(("<tool_call>",), tags)
+    shared_text = structural_tag_kbnf(fmt)
+    with monkeypatch.context() as m:
+        m.setattr(SharedRules, "add", _unshared)
+        plain_text = structural_tag_kbnf(fmt)
+    assert shared_text.count("::=") < plain_text.count("::=")
+    shared = structout.compile_grammar(shared_text)
+    plain = structout.compile_grammar(plain_text)
+    verdicts = []
+    for _ in range(400):
+        name = rng.choice(list(tools))
+        args = json.dumps(_random_value(rng, tools[name]), ensure_ascii=False)
+        text = f'hi <tool_call>{{"name": "{name}", "arguments": {args}}}</tool_call>'
+        verdict = plain.accepts(text.encode())
+        assert shared.accepts(text.encode()) == verdict, text
+        verdicts.append(verdict)
+    assert 20 < sum(verdicts) < len(verdicts) - 20
+
+
+def test_shared_rules_only_join_equal_rules() -> None:
+    rules = SharedRules()
+    a, start_a = rules.add("start ::= a;\na ::= '(' a ')' | 'x';\nw ::= 'w';\n", "g1_")
+    b, start_b = rules.add("start ::= b;\nb ::= '(' b ')' | 'y';\nw ::= 'w';\n", "g2_")
+    c, start_c = rules.add("start ::= c;\nc ::= '(' c ')' | 'x';\nq ::= 'w' c;\n", "g3_")
+    assert (start_a, start_b, start_c) == ("g1_start", "g2_start", "g1_start")
+    assert "g2_b ::= '(' g2_b ')' | 'y';" in b and "w ::=" not in "".join(b)
+    assert c == ["g3_q ::= 'w' g1_a;"]
+    # (not one rule per line: renamed only)
+    d, start_d = rules.add("start ::= 'x'\n  | 'y';\n", "g4_")
+    assert d == ["g4_start ::= 'x'\n  | 'y';"] and start_d == "g4_start"
+    # (a name no rule defines is the engine's error to report)
+    e, _ = rules.add("start ::= missing;\n", "g5_")
+    assert e == ["g5_start ::= g5_missing;"]
+    top = f"start ::= {start_a} | {start_b} | 'w' {start_c} | g3_q | {start_d};"
+    text = "\n".join([top, *a, *b, *c, *d])
+    g = structout.compile_grammar(text)
+    for s, ok in [("((x))", True), ("(y)", True), ("w(x)", True), ("y", True), ("(x", False)]:
+        # (g3_q: 'w' then g3's c, written as g1_a)
+        assert g.accepts(s.encode()) == ok, s
+
+
+def test_schemas_differing_in_member_order_keep_their_order() -> None:
+    ab = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    ba = {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "integer"}}}
+    tags = (Tag("<1>", JsonSchema(ab), "</>"), Tag("<2>", JsonSchema(ba), "</>"))
+    g = structout.compile_grammar(structural_tag_kbnf(TagsWithSeparator(tags, "")))
+    assert g.accepts(b'<1>{"a": 1, "b": 2}</>') and g.accepts(b'<2>{"b": 2, "a": 1}</>')
+    assert not g.accepts(b'<1>{"b": 2, "a": 1}</>') and not g.accepts(b'<2>{"a": 1, "b": 2}</>')

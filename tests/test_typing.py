@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import textwrap
 from pathlib import Path
 
@@ -84,6 +85,10 @@ def test_mypy_sees_the_schema_type(tmp_path: Path) -> None:
     path.write_text(textwrap.dedent(SNIPPET))
     env_before = os.environ.get("MYPYPATH")
     os.environ["MYPYPATH"] = str(ROOT)  # this checkout's structout, not an installed one
+    # mypy raises the recursion limit for good; restored, so the tests after this one (e.g.
+    # test_schema_limits' deep schemas, which must hit LimitExceededError, not the Python
+    # limit) see the same limit in any order.
+    recursion_limit = sys.getrecursionlimit()
     try:
         out, err, _ = api.run(
             [
@@ -96,6 +101,7 @@ def test_mypy_sees_the_schema_type(tmp_path: Path) -> None:
             ]
         )
     finally:
+        sys.setrecursionlimit(recursion_limit)
         if env_before is None:
             del os.environ["MYPYPATH"]
         else:

@@ -28,6 +28,7 @@ import pytest
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # its memory check counts one node only
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # offline engine core in this process
 
+pytestmark = [pytest.mark.vllm, pytest.mark.model]
 vllm = pytest.importorskip("vllm", reason="vLLM is not installed (bash .ci/install_vllm.sh VENV)")
 
 import jsonschema

@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import io
 import random
-import time
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
@@ -185,13 +184,7 @@ def test_llama3_from_hf(llama3_path: Path) -> None:
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(llama3_path))
-    Vocabulary.from_hf(tok)  # warm-up (imports, allocator)
-    t0 = time.perf_counter()
-    v = Vocabulary.from_hf(tok)
-    elapsed = time.perf_counter() - t0
-    print(f"\nLlama 3 vocabulary preparation: {elapsed * 1000:.0f} ms ({v!r})")
-    # The target is 0.5 s on an idle machine; allow slack for a loaded CI box.
-    assert elapsed < 2.0
+    v = Vocabulary.from_hf(tok)  # its time: bench/limits_bench.py
     assert v.size == 128256
     assert v.num_text_tokens == 128000
     assert v.eos_token_ids == [128001, 128009]  # <|end_of_text|>, <|eot_id|>

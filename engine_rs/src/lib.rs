@@ -31,6 +31,7 @@ pub use dfa::{ByteSet, PREBUILT_PATTERNS};
 pub use earley::{Recognizer, ScanItem};
 pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
 pub use grammar::Grammar;
+pub use kbnf::share::SharedRules;
 pub use mask::{apply_bitmask, cache, CompiledGrammar, Logit, MaskCacheStats, Matcher};
 pub use options::CompileOptions;
 

@@ -496,9 +496,9 @@ class DFA:
             star = rx.rep(loop, 0, None) if loop is not None else rx.EPS
             ins = list(bwd[k].items())
             outs = list(fwd[k].items())
-            for i, r1 in ins:
+            for i, _ in ins:
                 fwd[i].pop(k, None)
-            for j, r2 in outs:
+            for j, _ in outs:
                 bwd[j].pop(k, None)
             for i, r1 in ins:
                 for j, r2 in outs:

@@ -515,10 +515,7 @@ class Compiler:
                     return True
             if mn > len(prefix) and self.is_empty(rest, depth + 1):
                 return True
-            for c, lo, _hi, _st in cont:
-                if lo > 0 and self.is_empty(c, depth + 1):
-                    return True
-            return False
+            return any(lo > 0 and self.is_empty(c, depth + 1) for c, lo, _hi, _st in cont)
         if k == "obj":
             props, req, tail, _mn, _mx, _d, _ex, _ev = node.args
             pd = dict(props)

@@ -169,7 +169,7 @@ def n_matches(f: NumFormula, v: Fraction, written_int: bool = True) -> bool:
         _, lo, li, hi, hi_i = f
         if lo is not None and (v < lo or (v == lo and not li)):
             return False
-        return not (hi is not None and (v > hi or v == hi and not hi_i))
+        return not (hi is not None and (v > hi or (v == hi and not hi_i)))
     if t == "int":
         return v.denominator == 1
     if t in ("intlex", "intplain"):

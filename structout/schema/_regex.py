@@ -427,7 +427,7 @@ class _Parser:
             raise self.error("invalid \\x escape")
         if c == "u":
             return cs.single(self._unicode_escape())
-        if c in _SYNTAX_CHARS or c in "-,:=!<>'\"#&~%@`;_ " and not c.isalnum():
+        if c in _SYNTAX_CHARS or (c in "-,:=!<>'\"#&~%@`;_ " and not c.isalnum()):
             return cs.single(ord(c))
         raise self.error(f"invalid escape \\{c}")
 
@@ -500,7 +500,7 @@ def parse_ecma(pattern: str) -> Node:
     return _Parser(pattern).parse()
 
 
-# --- search semantics → full-match language --------------------------------------------------------
+# --- search semantics → full-match language -------------------------------------------------
 
 
 def _has_anchor(node: Node) -> bool:

@@ -21,14 +21,10 @@ pub struct RightLinear<'a> {
     /// Productions of all nonterminals, in order: terminals and an optional tail nonterminal.
     prods: Vec<(Vec<Part<'a>>, Option<u32>)>,
     /// `slots[p][i]`: where the states of terminal `i` of production `p` begin in the index of
-    /// single-item sets (see [`SetIndex`]); `slot_count` slots in all.
+    /// single-item sets (see [`SetIndex`]).
     slots: Vec<Vec<u32>>,
-    slot_count: usize,
     /// `prods[first_prod[nt]..first_prod[nt + 1]]` are the productions of nonterminal `nt`.
     first_prod: Vec<u32>,
-    /// Byte classes that every terminal treats alike, one representative byte each.
-    classes: [u8; 256],
-    reps: Vec<u8>,
 }
 
 /// An item: production (flat index), terminal index, state of that terminal.
@@ -45,11 +41,6 @@ impl<'a> RightLinear<'a> {
             prods.extend(alts);
         }
         first_prod.push(prods.len() as u32);
-        let all: Vec<Part<'a>> = prods
-            .iter()
-            .flat_map(|(parts, _)| parts.iter().copied())
-            .collect();
-        let (classes, reps) = part_classes(&all);
         let mut slot_count = 0usize;
         let slots = prods
             .iter()
@@ -67,15 +58,50 @@ impl<'a> RightLinear<'a> {
         RightLinear {
             prods,
             slots,
-            slot_count,
             first_prod,
-            classes,
-            reps,
         }
     }
 
+    /// The productions reachable from nonterminal `entry` (through tails), and the range of
+    /// item slots of their terminals.
+    fn reachable(&self, entry: u32) -> (Vec<u32>, std::ops::Range<usize>) {
+        let mut seen: FxHashSet<u32> = FxHashSet::default();
+        let mut stack = vec![entry];
+        let mut prods = Vec::new();
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        seen.insert(entry);
+        while let Some(nt) = stack.pop() {
+            for p in self.first_prod[nt as usize]..self.first_prod[nt as usize + 1] {
+                prods.push(p);
+                let (parts, tail) = &self.prods[p as usize];
+                if let Some(last) = parts.last() {
+                    // (a production's slots are consecutive, in terminal order)
+                    let slots = &self.slots[p as usize];
+                    lo = lo.min(slots[0] as usize);
+                    hi = hi.max(slots[parts.len() - 1] as usize + last.state_count());
+                }
+                if let Some(t) = *tail {
+                    if seen.insert(t) {
+                        stack.push(t);
+                    }
+                }
+            }
+        }
+        (prods, lo.min(hi)..hi)
+    }
+
     /// The DFA of the language of nonterminal `entry`.
+    ///
+    /// Its byte classes are those of the terminals reachable from `entry` alone, and its index
+    /// of single-item sets spans their slots alone: work and memory grow with the part of the
+    /// grammar the entry uses, not with all of it (a grammar of many tools has many entries).
     pub fn dfa(&self, entry: u32, budget: &mut CombineBudget) -> Result<Dfa, DfaError> {
+        let (prods, slot_range) = self.reachable(entry);
+        let parts: Vec<Part<'a>> = prods
+            .iter()
+            .flat_map(|&p| self.prods[p as usize].0.iter().copied())
+            .collect();
+        let (classes, reps) = part_classes(&parts);
         let size_limit = budget.size_limit;
         let steps = std::cell::Cell::new(budget.steps);
         // Items of every set produced (rediscovered ones included): an upper bound on the
@@ -114,9 +140,9 @@ impl<'a> RightLinear<'a> {
         let mut next = Set::default();
         let result = explore_rows(
             start,
-            &self.reps,
+            &reps,
             |set: &Set, row, ids| {
-                let cost = (set.items.len() as u64 + 1) * self.reps.len() as u64;
+                let cost = (set.items.len() as u64 + 1) * reps.len() as u64;
                 let left = steps.get();
                 if left < cost {
                     return Err(DfaError::TooSlow { steps: left });
@@ -128,7 +154,7 @@ impl<'a> RightLinear<'a> {
                     (&[(p, i, s)], false) => Some((p, i, s, &self.prods[p as usize].0[i as usize])),
                     _ => None,
                 };
-                for (c, &b) in self.reps.iter().enumerate() {
+                for (c, &b) in reps.iter().enumerate() {
                     if let Some((p, i, s, part)) = single {
                         let t = part.next(s, b);
                         if t == super::DEAD {
@@ -156,12 +182,13 @@ impl<'a> RightLinear<'a> {
             &mut SetIndex {
                 grammar: self,
                 single: Vec::new(),
+                slots: slot_range,
                 sets: FxHashMap::default(),
             },
         );
         budget.steps = steps.get();
         let explored = result?;
-        let (explored, classes) = explored.merge_equal_classes(self.classes);
+        let (explored, classes) = explored.merge_equal_classes(classes);
         Ok(explored.finish(classes))
     }
 
@@ -226,8 +253,11 @@ impl<'a> RightLinear<'a> {
 /// array indexed by the item, other sets by hashing.
 struct SetIndex<'g, 'a> {
     grammar: &'g RightLinear<'a>,
-    /// Per item slot (see [`RightLinear::slots`]): the id of its single-item set, or 0.
+    /// Per item slot in `slots` (see [`RightLinear::slots`]), from its start: the id of its
+    /// single-item set, or 0.
     single: Vec<u32>,
+    /// The slots of the terminals reachable from the entry.
+    slots: std::ops::Range<usize>,
     sets: FxHashMap<Set, u32>,
 }
 
@@ -235,9 +265,9 @@ impl SetIndex<'_, '_> {
     /// The slot of a single-item, non-accepting set.
     fn slot(&self, set: &Set) -> Option<usize> {
         match set.items.as_slice() {
-            &[(p, i, s)] if !set.accept => {
-                Some(self.grammar.slots[p as usize][i as usize] as usize + s as usize)
-            }
+            &[(p, i, s)] if !set.accept => Some(
+                self.grammar.slots[p as usize][i as usize] as usize + s as usize - self.slots.start,
+            ),
             _ => None,
         }
     }
@@ -254,7 +284,7 @@ impl StateIndex<Set> for SetIndex<'_, '_> {
         match self.slot(set) {
             Some(k) => {
                 if self.single.is_empty() {
-                    self.single = vec![0; self.grammar.slot_count];
+                    self.single = vec![0; self.slots.len()];
                 }
                 self.single[k] = id;
             }

@@ -160,8 +160,37 @@ fn builtin_grammar(name: &str) -> PyResult<&'static str> {
     })
 }
 
+/// Grammars embedded in one larger grammar with every rule written once up to renaming (see
+/// `crate::kbnf::share`; `structout.kbnf_text.SharedRules` is its Python face).
+#[pyclass(name = "SharedRules", module = "structout._engine")]
+pub struct PySharedRules {
+    inner: crate::kbnf::share::SharedRules,
+}
+
+#[pymethods]
+impl PySharedRules {
+    #[new]
+    fn new() -> Self {
+        PySharedRules {
+            inner: crate::kbnf::share::SharedRules::new(),
+        }
+    }
+
+    /// The rule lines to write for `kbnf` under `prefix` and its start rule's name; `None` when
+    /// `kbnf` is not one rule per line (every name it uses defined once, `start` among them).
+    fn add(
+        &mut self,
+        py: Python<'_>,
+        kbnf: &str,
+        prefix: &str,
+    ) -> PyResult<Option<(Vec<String>, String)>> {
+        guard(py, || Ok(self.inner.add(kbnf, prefix)))
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyGrammar>()?;
+    m.add_class::<PySharedRules>()?;
     m.add_class::<PyRecognizer>()?;
     m.add_function(wrap_pyfunction!(compile_grammar, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_grammar, m)?)?;

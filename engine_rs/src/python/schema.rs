@@ -12,6 +12,8 @@ use crate::schema::{translate, Json, ASSERTING, FIXED_NAMES};
 /// make the conversion explode).
 const MAX_DEPTH: usize = 64;
 const MAX_VALUES: usize = 100_000;
+/// Largest magnitude of a number whose value the fast path reads (floats are exact up to it).
+const MAX_EXACT: u64 = 1 << 53;
 
 /// The schema as JSON data (`None`: past [`MAX_DEPTH`] or [`MAX_VALUES`]); anything else than
 /// JSON data (tuples, non-string keys, other objects) is `Json::Other`.
@@ -40,8 +42,16 @@ fn json_of(v: &Bound<'_, PyAny>, depth: usize, budget: &mut usize) -> Option<Jso
         Json::Bool(b.is_true())
     } else if v.is_none() {
         Json::Null
-    } else if v.downcast_exact::<PyInt>().is_ok() || v.downcast_exact::<PyFloat>().is_ok() {
-        Json::Number
+    } else if let Ok(i) = v.downcast_exact::<PyInt>() {
+        Json::Number(
+            i.extract::<i64>()
+                .ok()
+                .filter(|x| x.unsigned_abs() <= MAX_EXACT),
+        )
+    } else if let Ok(f) = v.downcast_exact::<PyFloat>() {
+        let x = f.value();
+        // (an integer-valued float is the integer: `_ir.to_fraction` reads it exactly)
+        Json::Number((x.fract() == 0.0 && x.abs() <= MAX_EXACT as f64).then_some(x as i64))
     } else if let Ok(l) = v.downcast_exact::<PyList>() {
         let mut items = Vec::with_capacity(l.len());
         for x in l.iter() {

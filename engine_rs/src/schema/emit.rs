@@ -19,6 +19,9 @@ const TREE_MIN_MEMBERS: usize = 24;
 enum Sym {
     Text(String),
     Star(Vec<Sym>),
+    /// `(…){lo,hi}` (`hi`: `None` for unbounded), printed as the Python translator's
+    /// `render_sym` does.
+    Rep(Vec<Sym>, u64, Option<u64>),
 }
 
 fn t(s: &str) -> Sym {
@@ -190,7 +193,7 @@ impl<'a> Emitter<'a> {
             return s.clone();
         }
         let node = &self.nodes.nodes[id as usize];
-        if matches!(node, Node::Array(_) | Node::Object { .. }) {
+        if matches!(node, Node::Array { .. } | Node::Object { .. }) {
             if self.nest >= MAX_NEST {
                 self.too_deep = true;
                 return "''".to_owned();
@@ -218,15 +221,16 @@ impl<'a> Emitter<'a> {
                 let hint = if self.nodes.draft4 { "num" } else { "integer" };
                 self.number(INTEGER, hint)
             }
+            Node::IntRange(regex) => self.number(regex, "num"),
             Node::Number => self.number(NUMBER, "number"),
             Node::String => self.generic_string(),
             Node::Enum { regex, .. } => self.terminal(regex, "str"),
-            Node::Array(item) => {
-                let item = *item;
+            Node::Array { item, min, max } => {
+                let (item, min, max) = (*item, *min, *max);
                 let name = self.fresh("array");
                 self.memo.insert(id, name.clone());
                 let rest = self.value(item);
-                self.add_rule(&name, listing('[', &rest));
+                self.add_rule(&name, bounded_listing(&rest, min, max));
                 name
             }
             Node::Union(parts) => {
@@ -244,7 +248,7 @@ impl<'a> Emitter<'a> {
                 others,
             } => self.object(id, props, required, *others),
         };
-        if matches!(node, Node::Array(_) | Node::Object { .. }) {
+        if matches!(node, Node::Array { .. } | Node::Object { .. }) {
             self.nest -= 1;
         }
         self.memo.insert(id, sym.clone());
@@ -606,6 +610,17 @@ fn render_alt(alt: &[Sym]) -> String {
         .map(|s| match s {
             Sym::Text(x) => x.clone(),
             Sym::Star(seq) => format!("({})*", render_alt(seq)),
+            Sym::Rep(seq, lo, hi) => {
+                let group = format!("({})", render_alt(seq));
+                match (*lo, *hi) {
+                    (0, None) => group + "*",
+                    (1, None) => group + "+",
+                    (0, Some(1)) => group + "?",
+                    (lo, None) => format!("{group}{{{lo},}}"),
+                    (lo, Some(hi)) if lo == hi => format!("{group}{{{lo}}}"),
+                    (lo, Some(hi)) => format!("{group}{{{lo},{hi}}}"),
+                }
+            }
         })
         .collect();
     parts.join(" ")
@@ -626,6 +641,27 @@ fn listing(open: char, item: &str) -> Vec<Vec<Sym>> {
     ]
 }
 
+/// An array of `min` to `max` items (`min <= max`), as the Python translator's `array` writes
+/// it: `'[]'` when empty is allowed, then `'['`, the first item, the others as a counted
+/// repetition of `', ' item`, `']'`.
+fn bounded_listing(item: &str, min: u64, max: Option<u64>) -> Vec<Vec<Sym>> {
+    let mut alts = Vec::new();
+    if min == 0 {
+        alts.push(vec![t("'[]'")]);
+    }
+    if max.is_none_or(|m| m > 0) {
+        let lo = min.max(1) - 1;
+        let hi = max.map(|m| m - 1);
+        let mut alt = vec![t("'['"), t(item)];
+        if hi != Some(0) {
+            alt.push(Sym::Rep(vec![t("', '"), t(item)], lo, hi));
+        }
+        alt.push(t("']'"));
+        alts.push(alt);
+    }
+    alts
+}
+
 /// `(', ' kv)*`: any more of an object's other keys.
 fn more_of(kv: &str) -> Sym {
     Sym::Star(vec![t("', '"), t(kv)])
@@ -637,7 +673,7 @@ fn alt_refs(alt: &[Sym], out: &mut Vec<String>) {
         match s {
             Sym::Text(x) if !x.starts_with(['\'', '"', '#']) => out.push(x.clone()),
             Sym::Text(_) => {}
-            Sym::Star(seq) => alt_refs(seq, out),
+            Sym::Star(seq) | Sym::Rep(seq, ..) => alt_refs(seq, out),
         }
     }
 }

@@ -19,6 +19,7 @@ mod emit;
 
 pub use emit::FIXED_NAMES;
 mod enums;
+mod numbers;
 mod subset;
 
 pub use subset::{Json, ASSERTING};

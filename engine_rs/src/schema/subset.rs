@@ -3,8 +3,10 @@
 //! A schema is in the subset when every subschema is `true`, `{}` (annotations only), a local
 //! `$ref` (see [`local_pointer`]) or an `anyOf` of branches of different kinds with nothing but
 //! annotations beside it, or has a `type` (or a
-//! list of types) of `null`, `boolean`, `integer`, `number`, `string` (optionally an `enum` of
-//! words JSON spells one way), `array` (optionally `items`: one subschema) or `object`
+//! list of types) of `null`, `boolean`, `integer` (optionally bounded by
+//! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of integer values), `number`,
+//! `string` (optionally an `enum` of words JSON spells one way), `array` (optionally `items`:
+//! one subschema, and `minItems`/`maxItems`) or `object`
 //! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
 //! boolean or a subschema; properties with plain ASCII names). The
 //! document may keep `definitions`/`$defs` and `$schema` (drafts 4 to 2020-12). Keywords that
@@ -19,9 +21,11 @@
 use rustc_hash::FxHashMap;
 
 use super::enums::enum_regex;
+use super::numbers::{integer_regex, tighter_hi, tighter_lo, Bound};
 
-/// A JSON value, as the bindings hand a schema over. Numbers carry no value (the subset never
-/// reads one); `Other` is anything that is not JSON data (the schema then declines wherever it
+/// A JSON value, as the bindings hand a schema over. A number carries its value when it is an
+/// integer (`10` or `10.0`) of at most 2^53 in magnitude, else none (the subset reads only such
+/// values); `Other` is anything that is not JSON data (the schema then declines wherever it
 /// matters).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Json {
@@ -29,8 +33,8 @@ pub enum Json {
     Null,
     /// `true` or `false`.
     Bool(bool),
-    /// A number.
-    Number,
+    /// A number: its value when an integer of at most 2^53 in magnitude.
+    Number(Option<i64>),
     /// A string.
     Str(String),
     /// An array.
@@ -50,6 +54,8 @@ pub(super) enum Node {
     Null,
     Boolean,
     Integer,
+    /// An integer between bounds: its printed regex (see [`integer_regex`]).
+    IntRange(String),
     Number,
     String,
     /// A string enum: its distinct words in schema order, and their regex.
@@ -57,7 +63,12 @@ pub(super) enum Node {
         words: Vec<String>,
         regex: String,
     },
-    Array(NodeId),
+    /// An array of items of a node, between `min` and `max` (`None`: any) many.
+    Array {
+        item: NodeId,
+        min: u64,
+        max: Option<u64>,
+    },
     /// Values of any of the parts (at least two, of different kinds: a type list's in
     /// [`Type::rank`] order, an `anyOf`'s in its order).
     Union(Vec<NodeId>),
@@ -101,8 +112,8 @@ const MAX_WORDS: usize = 1024;
 /// The keywords that assert something or locate schemas in any draft of JSON Schema (3 to
 /// 2020-12), the translator's legacy ones included: a superset of what the Python translator
 /// enforces (`tests/test_schema_fast_path.py` checks that its lists are included). The fast path
-/// translates six of them (`type`, `enum`, `properties`, `required`, `additionalProperties`,
-/// `items`) and declines a schema with any other; a keyword not listed is an annotation or
+/// translates twelve of them (`type`, `enum`, `properties`, `required`, `additionalProperties`,
+/// `items`, the integer bounds and the array lengths) and declines a schema with any other; a keyword not listed is an annotation or
 /// unknown, and ignored as JSON Schema prescribes (and the Python translator does), except
 /// unknown `$` keywords, which decline too.
 pub const ASSERTING: &[&str] = &[
@@ -296,6 +307,12 @@ impl Builder {
                 "additionalProperties" => kw.others = Some(v),
                 "items" => kw.items = Some(v),
                 "enum" => kw.words = Some(v),
+                "minimum" => kw.minimum = Some(v),
+                "maximum" => kw.maximum = Some(v),
+                "exclusiveMinimum" => kw.ex_minimum = Some(v),
+                "exclusiveMaximum" => kw.ex_maximum = Some(v),
+                "minItems" => kw.min_items = Some(v),
+                "maxItems" => kw.max_items = Some(v),
                 "$schema" if root => {} // (checked by `Nodes::of`)
                 "definitions" | "$defs" if root && matches!(v, Json::Object(_)) => {}
                 "$ref" => reference = Some(v),
@@ -404,9 +421,9 @@ impl Builder {
             let kind = match &self.nodes[id as usize] {
                 Node::Null => 0,
                 Node::Boolean => 1,
-                Node::Integer | Node::Number => 2,
+                Node::Integer | Node::IntRange(_) | Node::Number => 2,
                 Node::String | Node::Enum { .. } => 3,
-                Node::Array(_) => 4,
+                Node::Array { .. } => 4,
                 Node::Object { .. } => 5,
                 Node::Ref(_) => 6,
                 Node::Any | Node::Union(_) => return None,
@@ -435,7 +452,10 @@ impl Builder {
         Some(match t {
             Type::Null => Node::Null,
             Type::Boolean => Node::Boolean,
-            Type::Integer => Node::Integer,
+            Type::Integer => match kw.integer_bounds()? {
+                (None, None) => Node::Integer,
+                (lo, hi) => Node::IntRange(integer_regex(lo, hi)?),
+            },
             Type::Number => Node::Number,
             Type::String => match kw.words {
                 None => Node::String,
@@ -449,7 +469,12 @@ impl Builder {
                     }
                     Some(_) => return None,
                 };
-                Node::Array(item)
+                let min = count(kw.min_items)?.unwrap_or(0);
+                let max = count(kw.max_items)?;
+                if max.is_some_and(|m| m < min) {
+                    return None; // (no array at all: the Python translator drops the value)
+                }
+                Node::Array { item, min, max }
             }
             Type::Object => {
                 let mut list = Vec::new();
@@ -513,6 +538,12 @@ struct Keywords<'a> {
     others: Option<&'a Json>,
     items: Option<&'a Json>,
     words: Option<&'a Json>,
+    minimum: Option<&'a Json>,
+    maximum: Option<&'a Json>,
+    ex_minimum: Option<&'a Json>,
+    ex_maximum: Option<&'a Json>,
+    min_items: Option<&'a Json>,
+    max_items: Option<&'a Json>,
 }
 
 impl Keywords<'_> {
@@ -522,6 +553,33 @@ impl Keywords<'_> {
             && self.others.is_none()
             && self.items.is_none()
             && self.words.is_none()
+            && !self.numeric()
+            && self.min_items.is_none()
+            && self.max_items.is_none()
+    }
+
+    /// Whether a keyword of numbers is present.
+    fn numeric(&self) -> bool {
+        self.minimum.is_some()
+            || self.maximum.is_some()
+            || self.ex_minimum.is_some()
+            || self.ex_maximum.is_some()
+    }
+
+    /// The bounds of an integer (each the tighter of its inclusive and exclusive keyword, as
+    /// the Python translator merges them); `None` when a bound is not an integer the fast path
+    /// reads (fractions, huge values, draft 4's boolean `exclusiveMinimum` among them).
+    fn integer_bounds(&self) -> Option<(Bound, Bound)> {
+        let value = |v: Option<&Json>, incl: bool| -> Option<Bound> {
+            match v {
+                None => Some(None),
+                Some(Json::Number(Some(x))) => Some(Some((*x, incl))),
+                Some(_) => None,
+            }
+        };
+        let lo = tighter_lo(value(self.ex_minimum, false)?, value(self.minimum, true)?);
+        let hi = tighter_hi(value(self.ex_maximum, false)?, value(self.maximum, true)?);
+        Some((lo, hi))
     }
 
     /// Whether every keyword present applies to one of `types` (a keyword of another type
@@ -529,9 +587,22 @@ impl Keywords<'_> {
     fn only_for(&self, types: &[Type]) -> bool {
         let has = |t| types.contains(&t);
         (self.words.is_none() || has(Type::String))
-            && (self.items.is_none() || has(Type::Array))
+            && ((self.items.is_none() && self.min_items.is_none() && self.max_items.is_none())
+                || has(Type::Array))
+            // (bounds of numbers only for integers: those of other numbers decline)
+            && (!self.numeric() || (has(Type::Integer) && !has(Type::Number)))
             && ((self.props.is_none() && self.required.is_none() && self.others.is_none())
                 || has(Type::Object))
+    }
+}
+
+/// A count keyword's value (`minItems`, `maxItems`): `Some(None)` when absent, `None` when not
+/// a non-negative integer the fast path reads.
+fn count(v: Option<&Json>) -> Option<Option<u64>> {
+    match v {
+        None => Some(None),
+        Some(Json::Number(Some(n))) => u64::try_from(*n).ok().map(Some),
+        Some(_) => None,
     }
 }
 

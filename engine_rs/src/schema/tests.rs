@@ -63,7 +63,7 @@ fn other_shapes_decline() {
             ("type", Json::Array(vec![s("integer"), s("null")])),
             ("enum", Json::Array(vec![s("a")])),
         ]),
-        obj(&[("type", s("string")), ("minLength", Json::Number)]),
+        obj(&[("type", s("string")), ("minLength", Json::Number(Some(1)))]),
         obj(&[("type", s("string")), ("$id", s("x"))]),
         obj(&[("$ref", s("#/definitions/x"))]),
         obj(&[

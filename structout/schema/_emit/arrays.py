@@ -116,7 +116,7 @@ class ArrayRules(EmitterBase):
         if len(contains) > 4:
             raise Unsupported("more than 4 contains constraints on one array", "contains")
         caps = []
-        for c, lo, hi, _st in contains:
+        for _c, lo, hi, _st in contains:
             caps.append(hi + 1 if hi is not None else lo)
         nmax = mx if mx is not None else max(mn, p, 1, max((st for *_, st in contains), default=0))
         lay = self.layout
@@ -137,7 +137,7 @@ class ArrayRules(EmitterBase):
         def accepting(n: int, counts: tuple[int, ...]) -> bool:
             if n < mn:
                 return False
-            for (c, lo, hi, _st), k in zip(contains, counts):
+            for (_c, lo, hi, _st), k in zip(contains, counts):
                 if k < lo or (hi is not None and k > hi):
                     return False
             return True
@@ -155,7 +155,7 @@ class ArrayRules(EmitterBase):
                 base_item = prefix[pos] if pos < p else rest
                 # choices per contains constraint: hit, or miss (exact when capped above)
                 choices: list[list[tuple[Node, int]]] = []
-                for (c, lo, hi, st), k in zip(contains, counts):
+                for (c, _lo, hi, st), _k in zip(contains, counts):
                     if pos < st:
                         choices.append([(alg.ANY, 0)])
                         continue

@@ -1,0 +1,549 @@
+//! Integers between bounds → the regex the Python translator prints for them.
+//!
+//! A port of the parts of `structout/schema/_numbers.py` (`interval_regex` for integers written
+//! as integer literals, `int_range`, `_same_len_range`), `_regex.py` (the simplifying
+//! constructors `cat`, `alt`, `rep`) and `_textre.py` (`to_rust`) that an integer with
+//! integer-valued bounds goes through, step for step, so that the printed regex is byte for byte
+//! the Python translator's (`tests/test_schema_fast_path.py` compares the two on random bounds).
+//! Also the translator's size estimate (`regex_rules.metrics`): a regex over its budgets is
+//! split into rules there, which the fast path declines.
+
+use std::rc::Rc;
+
+/// A regex AST node (the Python translator's tuples).
+#[derive(Debug, PartialEq, Eq)]
+enum Rx {
+    Eps,
+    None,
+    /// Code points: sorted, disjoint, non-touching inclusive ranges (never empty).
+    Set(Vec<(u32, u32)>),
+    Cat(Vec<Node>),
+    Alt(Vec<Node>),
+    Rep(Node, u64, Option<u64>),
+}
+
+type Node = Rc<Rx>;
+
+fn eps() -> Node {
+    Rc::new(Rx::Eps)
+}
+
+fn none() -> Node {
+    Rc::new(Rx::None)
+}
+
+fn set(ranges: Vec<(u32, u32)>) -> Node {
+    if ranges.is_empty() {
+        none()
+    } else {
+        Rc::new(Rx::Set(ranges))
+    }
+}
+
+fn ch(c: u8) -> Node {
+    set(vec![(u32::from(c), u32::from(c))])
+}
+
+/// `rx.lit`: one set per character (a single character is the set itself).
+fn lit(text: &str) -> Node {
+    match text.len() {
+        0 => eps(),
+        1 => ch(text.as_bytes()[0]),
+        _ => Rc::new(Rx::Cat(text.bytes().map(ch).collect())),
+    }
+}
+
+fn digit() -> Node {
+    set(vec![(0x30, 0x39)])
+}
+
+fn digit_set(a: u32, b: u32) -> Node {
+    if a <= b {
+        set(vec![(0x30 + a, 0x30 + b)])
+    } else {
+        none()
+    }
+}
+
+/// `rx.cat`: drops empty strings, flattens, nothing for the empty language.
+fn cat(items: Vec<Node>) -> Node {
+    let mut out = Vec::new();
+    for it in items {
+        match &*it {
+            Rx::None => return none(),
+            Rx::Eps => {}
+            Rx::Cat(xs) => out.extend(xs.iter().cloned()),
+            _ => out.push(it),
+        }
+    }
+    match out.len() {
+        0 => eps(),
+        1 => out.pop().expect("one item"),
+        _ => Rc::new(Rx::Cat(out)),
+    }
+}
+
+/// The union of character sets (`cs.make`: sorted, merged when touching).
+fn union(sets: &[&Vec<(u32, u32)>]) -> Vec<(u32, u32)> {
+    if sets.len() == 1 {
+        return sets[0].clone();
+    }
+    let mut all: Vec<(u32, u32)> = sets.iter().flat_map(|s| s.iter().copied()).collect();
+    all.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for (lo, hi) in all {
+        match out.last_mut() {
+            Some(last) if lo <= last.1 + 1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// `rx.alt`: flattens one level, unites the character sets (first), turns `x?` and the empty
+/// string into an optional whole. (The Python constructor also drops an alternative that is the
+/// very same object twice: the nodes built here never are.)
+fn alt(items: Vec<Node>) -> Node {
+    let mut out: Vec<Node> = Vec::new();
+    let mut sets: Vec<Node> = Vec::new();
+    let mut has_eps = false;
+    for it in items {
+        if matches!(*it, Rx::None) {
+            continue;
+        }
+        let parts = match &*it {
+            Rx::Alt(xs) => xs.clone(),
+            _ => vec![it.clone()],
+        };
+        for mut p in parts {
+            if matches!(*p, Rx::Eps) {
+                has_eps = true;
+                continue;
+            }
+            if let Rx::Rep(inner, 0, Some(1)) = &*p {
+                has_eps = true;
+                p = inner.clone();
+            }
+            if matches!(*p, Rx::Set(_)) {
+                sets.push(p);
+                continue;
+            }
+            out.push(p);
+        }
+    }
+    if !sets.is_empty() {
+        let refs: Vec<&Vec<(u32, u32)>> = sets
+            .iter()
+            .map(|s| match &**s {
+                Rx::Set(r) => r,
+                _ => unreachable!("only sets"),
+            })
+            .collect();
+        out.insert(0, set(union(&refs)));
+    }
+    if out.is_empty() {
+        return if has_eps { eps() } else { none() };
+    }
+    let body = if out.len() == 1 {
+        out.pop().expect("one item")
+    } else {
+        Rc::new(Rx::Alt(out))
+    };
+    if has_eps {
+        rep(body, 0, Some(1))
+    } else {
+        body
+    }
+}
+
+/// `rx.rep`.
+fn rep(node: Node, lo: u64, hi: Option<u64>) -> Node {
+    if hi.is_some_and(|h| h < lo) {
+        return none();
+    }
+    if matches!(*node, Rx::None) {
+        return if lo == 0 { eps() } else { none() };
+    }
+    if matches!(*node, Rx::Eps) || hi == Some(0) {
+        return eps();
+    }
+    if lo == 1 && hi == Some(1) {
+        return node;
+    }
+    if let Rx::Rep(inner, a, b) = &*node {
+        if let Some((l, h)) = merge_counts(*a, *b, lo, hi) {
+            return rep(inner.clone(), l, h);
+        }
+    }
+    Rc::new(Rx::Rep(node, lo, hi))
+}
+
+/// `rx._merge_counts`: `(x{a,b}){c,d}` as `x{lo,hi}` when the counts form one interval.
+fn merge_counts(a: u64, b: Option<u64>, c: u64, d: Option<u64>) -> Option<(u64, Option<u64>)> {
+    if b == Some(a) {
+        if a == 1 {
+            return Some((c, d));
+        }
+        if d == Some(c) {
+            return Some((a * c, Some(a * c)));
+        }
+        return None;
+    }
+    let n0 = c.max(1);
+    if d.is_some_and(|d| d < n0) {
+        return Some((0, Some(0)));
+    }
+    if c == 0 && a > 1 {
+        return None;
+    }
+    if let Some(b) = b {
+        if n0 * (b - a) < a.saturating_sub(1) && d.is_none_or(|d| d > n0) {
+            return None;
+        }
+    }
+    Some((c * a, d.and_then(|d| b.map(|b| d * b))))
+}
+
+/// `nm.int_range`: numerals without leading zeros of the values in `[lo, hi]` (`lo >= 0`).
+fn int_range(mut lo: u128, hi: Option<u128>) -> Node {
+    if hi.is_some_and(|h| h < lo) {
+        return none();
+    }
+    let mut parts = Vec::new();
+    if lo == 0 {
+        parts.push(lit("0"));
+        lo = 1;
+        if hi.is_some_and(|h| h < 1) {
+            return alt(parts);
+        }
+    }
+    let mut nd = lo.to_string().len() as u32;
+    loop {
+        let top = 10u128.pow(nd) - 1;
+        if hi.is_some_and(|h| h < 10u128.pow(nd - 1)) {
+            break;
+        }
+        let a = lo.max(10u128.pow(nd - 1));
+        let b = hi.map_or(top, |h| h.min(top));
+        if a <= b {
+            parts.push(same_len_range(&a.to_string(), &b.to_string()));
+        }
+        if hi.is_some_and(|h| h <= top) {
+            break;
+        }
+        if hi.is_none() {
+            parts.push(cat(vec![
+                digit_set(1, 9),
+                rep(digit(), u64::from(nd), None),
+            ]));
+            break;
+        }
+        nd += 1;
+    }
+    alt(parts)
+}
+
+/// `nm._same_len_range`: numerals of `a.len()` digits from `a` to `b`.
+fn same_len_range(a: &str, b: &str) -> Node {
+    if a.is_empty() {
+        return eps();
+    }
+    let (a0, b0) = (a.as_bytes()[0], b.as_bytes()[0]);
+    if a0 == b0 {
+        return cat(vec![lit(&a[..1]), same_len_range(&a[1..], &b[1..])]);
+    }
+    let rest = a.len() - 1;
+    let mut parts = Vec::new();
+    let mut first = u32::from(a0 - b'0');
+    if a[1..].bytes().any(|c| c != b'0') {
+        parts.push(cat(vec![
+            lit(&a[..1]),
+            same_len_range(&a[1..], &"9".repeat(rest)),
+        ]));
+        first += 1;
+    }
+    let mut last = u32::from(b0 - b'0');
+    let mut tail = None;
+    if b[1..].bytes().any(|c| c != b'9') {
+        tail = Some(cat(vec![
+            lit(&b[..1]),
+            same_len_range(&"0".repeat(rest), &b[1..]),
+        ]));
+        last -= 1;
+    }
+    if first <= last {
+        let r = rest as u64;
+        parts.push(cat(vec![digit_set(first, last), rep(digit(), r, Some(r))]));
+    }
+    parts.extend(tail);
+    alt(parts)
+}
+
+/// `nm.plain_positive` for integer-valued bounds and integers written as integer literals:
+/// the numerals of the integers in the interval from `a >= 0`.
+fn plain_positive(a: u128, a_incl: bool, b: Option<u128>, b_incl: bool) -> Node {
+    let lo = if a_incl { a } else { a + 1 };
+    let hi = match b {
+        None => None,
+        Some(b) if b_incl => Some(b),
+        Some(0) => return none(), // (below any lower bound: no value)
+        Some(b) => Some(b - 1),
+    };
+    int_range(lo, hi)
+}
+
+/// A bound: its value and whether it is included.
+pub(super) type Bound = Option<(i64, bool)>;
+
+/// `nm.interval_regex(lo, lo_incl, hi, hi_incl, exp_forms=False, integer=True, lexical=True)`.
+fn interval_regex(lo: Bound, hi: Bound) -> Node {
+    let mut parts = Vec::new();
+    let zero_in = lo.is_none_or(|(l, li)| l < 0 || (l == 0 && li))
+        && hi.is_none_or(|(h, hi_i)| h > 0 || (h == 0 && hi_i));
+    if zero_in {
+        parts.push(cat(vec![rep(lit("-"), 0, Some(1)), lit("0"), eps()]));
+    }
+    if hi.is_none_or(|(h, _)| h > 0) {
+        let (a, ai) = match lo {
+            Some((l, li)) if l > 0 => (l as u128, li),
+            _ => (0, false),
+        };
+        let (b, bi) = hi.map_or((None, false), |(h, hi_i)| (Some(h as u128), hi_i));
+        parts.push(plain_positive(a, ai, b, bi));
+    }
+    if lo.is_none_or(|(l, _)| l < 0) {
+        let (a, ai) = match hi {
+            Some((h, hi_i)) if h < 0 => (h.unsigned_abs() as u128, hi_i),
+            _ => (0, false),
+        };
+        let (b, bi) = lo.map_or((None, false), |(l, li)| {
+            (Some(l.unsigned_abs() as u128), li)
+        });
+        let neg = vec![plain_positive(a, ai, b, bi)];
+        parts.push(cat(vec![lit("-"), alt(neg)]));
+    }
+    alt(parts)
+}
+
+/// The tighter of two lower bounds (`n_and`'s merge: a larger value, or an equal one excluded).
+pub(super) fn tighter_lo(a: Bound, b: Bound) -> Bound {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some((x, xi)), Some((y, yi))) => {
+            if y > x || (y == x && !yi) {
+                Some((y, yi))
+            } else {
+                Some((x, xi))
+            }
+        }
+    }
+}
+
+/// The tighter of two upper bounds.
+pub(super) fn tighter_hi(a: Bound, b: Bound) -> Bound {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some((x, xi)), Some((y, yi))) => {
+            if y < x || (y == x && !yi) {
+                Some((y, yi))
+            } else {
+                Some((x, xi))
+            }
+        }
+    }
+}
+
+/// The printed regex of the integers between `lo` and `hi` (at least one bound), as the Python
+/// translator writes it for one terminal; `None` when no integer is in between (the translator
+/// then drops the value) or the regex is over the translator's budgets for one terminal.
+pub(super) fn integer_regex(lo: Bound, hi: Bound) -> Option<String> {
+    debug_assert!(lo.is_some() || hi.is_some());
+    if let (Some((l, li)), Some((h, hi_i))) = (lo, hi) {
+        if l > h || (l == h && !(li && hi_i)) {
+            return None; // (`n_iv`: no value)
+        }
+    }
+    let node = interval_regex(lo, hi);
+    if matches!(*node, Rx::None) {
+        return None;
+    }
+    let (states, depth) = metrics(&node);
+    if states > STATE_BUDGET || depth > NEST_BUDGET {
+        return None;
+    }
+    let mut out = String::new();
+    print(&node, &mut out);
+    Some(out)
+}
+
+/// `regex_rules.REGEX_STATE_BUDGET` and `REGEX_NEST_BUDGET`.
+const STATE_BUDGET: u64 = 3000;
+const NEST_BUDGET: u64 = 100;
+
+/// `regex_rules.metrics`: (estimated DFA states, nesting), saturated past the budgets.
+fn metrics(n: &Rx) -> (u64, u64) {
+    let (states, depth) = match n {
+        Rx::Set(r) => (
+            if r.last().is_some_and(|l| l.1 < 0x80) {
+                1
+            } else {
+                4
+            },
+            0,
+        ),
+        Rx::Cat(xs) | Rx::Alt(xs) => {
+            let (mut states, mut depth) = (0u64, 0u64);
+            for x in xs {
+                let (s, d) = metrics(x);
+                states = states.saturating_add(s);
+                depth = depth.max(d);
+                if states > STATE_BUDGET || depth >= NEST_BUDGET {
+                    break;
+                }
+            }
+            (states, depth + 1)
+        }
+        Rx::Rep(x, lo, hi) => {
+            let k = hi.unwrap_or(lo + 1);
+            let (s, d) = metrics(x);
+            (s.saturating_mul(k.max(1)), 1 + d)
+        }
+        Rx::Eps | Rx::None => (1, 0),
+    };
+    if states > STATE_BUDGET || depth > NEST_BUDGET {
+        (STATE_BUDGET + 1, NEST_BUDGET + 1)
+    } else {
+        (states, depth)
+    }
+}
+
+/// `_textre.to_rust`.
+fn print(n: &Rx, out: &mut String) {
+    match n {
+        Rx::Eps => out.push_str("(?:)"),
+        Rx::None => out.push_str("[^\\x00-\\U0010FFFF]"),
+        Rx::Set(r) => set_text(r, out),
+        Rx::Cat(xs) => {
+            for x in xs {
+                if matches!(**x, Rx::Alt(_)) {
+                    out.push_str("(?:");
+                    print(x, out);
+                    out.push(')');
+                } else {
+                    print(x, out);
+                }
+            }
+        }
+        Rx::Alt(xs) => {
+            for (i, x) in xs.iter().enumerate() {
+                if i > 0 {
+                    out.push('|');
+                }
+                print(x, out);
+            }
+        }
+        Rx::Rep(x, lo, hi) => {
+            let group = matches!(**x, Rx::Cat(_) | Rx::Alt(_) | Rx::Rep(..) | Rx::Eps);
+            if group {
+                out.push_str("(?:");
+            }
+            print(x, out);
+            if group {
+                out.push(')');
+            }
+            out.push_str(&quant(*lo, *hi));
+        }
+    }
+}
+
+fn quant(lo: u64, hi: Option<u64>) -> String {
+    match (lo, hi) {
+        (0, None) => "*".to_owned(),
+        (1, None) => "+".to_owned(),
+        (0, Some(1)) => "?".to_owned(),
+        (lo, None) => format!("{{{lo},}}"),
+        (lo, Some(hi)) if lo == hi => format!("{{{lo}}}"),
+        (lo, Some(hi)) => format!("{{{lo},{hi}}}"),
+    }
+}
+
+const MAX_CP: u32 = 0x10_FFFF;
+
+/// `_textre._set_text`.
+fn set_text(s: &[(u32, u32)], out: &mut String) {
+    if s.len() == 1 && s[0].0 == s[0].1 {
+        out.push_str(&cp_text(s[0].0, false));
+        return;
+    }
+    let mut comp = Vec::new();
+    let mut prev = 0u32;
+    for &(lo, hi) in s {
+        if lo > prev {
+            comp.push((prev, lo - 1));
+        }
+        prev = hi + 1;
+    }
+    if prev <= MAX_CP {
+        comp.push((prev, MAX_CP));
+    }
+    let (neg, body) = if comp.len() < s.len() && !comp.is_empty() {
+        (true, &comp[..])
+    } else {
+        (false, s)
+    };
+    out.push('[');
+    if neg {
+        out.push('^');
+    }
+    for &(lo, hi) in body {
+        out.push_str(&cp_text(lo, true));
+        if hi == lo + 1 {
+            out.push_str(&cp_text(hi, true));
+        } else if hi != lo {
+            out.push('-');
+            out.push_str(&cp_text(hi, true));
+        }
+    }
+    out.push(']');
+}
+
+/// `_textre._cp`.
+fn cp_text(cp: u32, in_class: bool) -> String {
+    match cp {
+        0x22 => "\\x22".to_owned(),
+        0x5C => "\\x5C".to_owned(),
+        0x21..=0x7E => {
+            let c = char::from(cp as u8);
+            if "\\.+*?()|[]{}^$#&-~".contains(c) || (in_class && "[]^-&~".contains(c)) {
+                format!("\\{c}")
+            } else {
+                c.to_string()
+            }
+        }
+        0x20 => " ".to_owned(),
+        0..=0xFF => format!("\\x{cp:02X}"),
+        0x100..=0xFFFF => format!("\\u{cp:04X}"),
+        _ => format!("\\U{cp:08X}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_as_the_python_translator() {
+        assert_eq!(
+            integer_regex(Some((0, true)), Some((100, true))).as_deref(),
+            Some(r"[1-9]|\-?0|[1-9][0-9]|100")
+        );
+        assert_eq!(
+            integer_regex(Some((-7, false)), Some((1234, true))).as_deref(),
+            Some(
+                r"[1-9]|\-?0|[1-9][0-9]|[1-9][0-9]{2}|1(?:[01][0-9]{2}|2(?:[0-2][0-9]|3[0-4]))|\-[1-6]"
+            )
+        );
+        assert_eq!(integer_regex(Some((3, false)), Some((4, false))), None);
+        assert_eq!(integer_regex(Some((5, true)), Some((4, true))), None);
+    }
+}
