@@ -163,11 +163,8 @@ class ChoiceScorer:
     def _accepted(self, rest: bytes, matcher: Matcher) -> list[int] | None:
         """The tokenizer's tokens for ``rest`` when the matcher accepts them here (left as it
         was), else None."""
-        try:
-            toks = [int(t) for t in self.tokens.encode(rest.decode("utf-8"))]
-        except Exception:  # noqa: BLE001 - an option the tokenizer cannot spell is skipped
-            return None
-        if not toks or len(toks) > MAX_OPTION_TOKENS or self.tokens.bytes_of(toks) != rest:
+        toks = self.tokens.spell(rest)
+        if not toks or len(toks) > MAX_OPTION_TOKENS:
             return None
         accepted = 0
         for t in toks:

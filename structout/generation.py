@@ -210,6 +210,8 @@ class _Row:
     #: The JSON values open in the output (rows with a loop guard or choices).
     track: JsonTrack | None = None
     guard: RowGuard | None = None
+    #: Bytes of the request's longest choice option (no value longer is a choice point).
+    choice_reach: int = 0
 
 
 class _Decoder:
@@ -238,6 +240,7 @@ class _Decoder:
                 row.track = JsonTrack()
                 if row.req.loop_guard is not None:
                     row.guard = RowGuard(row.req.loop_guard, row.track, row.req.max_new_tokens)
+                row.choice_reach = max((len(o) for s in row.req.choices for o in s), default=0)
         self.scorer = ChoiceScorer(hf_model, tokens, pad_token_id)
         self.pad = pad_token_id
         self.stats = RunStats()
@@ -527,7 +530,7 @@ class _Decoder:
         import numpy as np
 
         assert row.track is not None and row.matcher is not None
-        prefix = row.track.value_prefix()
+        prefix = row.track.value_prefix(row.choice_reach)
         if prefix is None:
             return None
         options = self.scorer.options_here(row.req.choices, prefix, logits, row.matcher)
@@ -570,11 +573,8 @@ class _Decoder:
     def _force(self, row: _Row, data: bytes) -> list[int] | None:
         """Tokens spelling ``data`` (the tokenizer's own), accepted by the row's matcher; None
         (nothing accepted) when they do not fit here."""
-        try:
-            toks = [int(t) for t in self.tokens.encode(data.decode("utf-8"))]
-        except Exception:  # noqa: BLE001 - a tokenizer failure: let the model go on
-            return None
-        if self.tokens.bytes_of(toks) != data:
+        toks = self.tokens.spell(data)
+        if toks is None:  # let the model go on
             return None
         m = row.matcher
         if m is None:

@@ -63,11 +63,14 @@ class JsonTrack:
     def top(self) -> Frame | None:
         return self.frames[-1] if self.frames else None
 
-    def value_prefix(self) -> bytes | None:
-        """The bytes of the value being written, when it is a string or scalar that has begun or a
-        value that may begin here (``b""``); None inside a container between its values."""
+    def value_prefix(self, limit: int) -> bytes | None:
+        """The bytes of the value being written, when it is a string or scalar that has begun
+        (at most ``limit`` bytes so far) or a value that may begin here (``b""``); None inside a
+        container between its values or past ``limit``."""
         top = self.top()
         if top is not None and top.kind in (STRING, NUMBER):
+            if len(self.data) - top.start > limit:
+                return None
             return bytes(self.data[top.start :])
         return b"" if self.expect_value else None
 

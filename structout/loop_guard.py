@@ -378,6 +378,8 @@ class RowGuard:
         -inf). Returns whether it narrowed."""
         import numpy as np
 
+        if self.target is None:
+            return False
         kept = self.keep(np.isfinite(logits), closers, progress)
         if kept is None:
             return False
@@ -389,6 +391,8 @@ class RowGuard:
         ``i // 32`` set when token ``i`` is allowed), without looking ahead."""
         import numpy as np
 
+        if self.target is None:  # the common case: nothing to unpack
+            return False
         bits = np.unpackbits(row.view(np.uint8), bitorder="little").astype(bool)
         kept = self.keep(bits, closers)
         if kept is None:

@@ -193,17 +193,20 @@ class StructuredFunction(Generic[P, R]):
 
     def user_message(self, *args: P.args, **kwargs: P.kwargs) -> str:
         """The user message for these arguments: the docstring formatted with them."""
-        bound = self._signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return self._template.format(**bound.arguments)
+        return self._template.format(**self._arguments(args, kwargs))
 
     def messages(self, *args: P.args, **kwargs: P.kwargs) -> list[dict[str, str]]:
         """The chat messages of a call: the system message (if any) and the user message."""
-        msgs = []
-        if self._system:
-            msgs.append({"role": "system", "content": self._system})
-        msgs.append({"role": "user", "content": self.user_message(*args, **kwargs)})
-        return msgs
+        return self._messages(self.user_message(*args, **kwargs))
+
+    def _arguments(self, args: Any, kwargs: Any) -> dict[str, Any]:
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def _messages(self, user: str) -> list[dict[str, str]]:
+        system = [{"role": "system", "content": self._system}] if self._system else []
+        return [*system, {"role": "user", "content": user}]
 
     def prompt(self, *args: P.args, **kwargs: P.kwargs) -> str:
         """Exactly the text the model receives for these arguments: the messages with the
@@ -228,46 +231,37 @@ class StructuredFunction(Generic[P, R]):
         """The messages of a call with every text or number argument replaced by ``N/A``: the
         prompt without its content, which choice scoring is calibrated against (None when the
         docstring cannot be formatted that way)."""
-        bound = self._signature.bind(*args, **kwargs)
-        bound.apply_defaults()
+        arguments = self._arguments(args, kwargs)
         blank = {
             k: "N/A" if isinstance(v, (str, int, float)) and not isinstance(v, bool) else v
-            for k, v in bound.arguments.items()
+            for k, v in arguments.items()
         }
-        if blank == bound.arguments:
+        if blank == arguments:
             return None
         try:
-            text = self._template.format(**blank)
+            return self._messages(self._template.format(**blank))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError):
             return None
-        msgs = [{"role": "system", "content": self._system}] if self._system else []
-        return [*msgs, {"role": "user", "content": text}]
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         messages = self.messages(*args, **kwargs)
-        calibration = self.content_free_messages(*args, **kwargs)
+        options = {"calibration": self.content_free_messages(*args, **kwargs), **self._options}
         schema = self.schema
         if self._model is None and _model_var.get() is None:
             _check_schema(schema)  # before Model.default() spends seconds loading
         if self._is_async:
             model = self.model  # resolved in the caller's context, before switching threads
-            coroutine: R = self._acall(  # type: ignore[assignment]
-                model, messages, schema, calibration
-            )
+            coroutine: R = self._acall(model, messages, schema, options)  # type: ignore[assignment]
             return coroutine
-        value: R = self._generate(self.model, messages, schema, calibration)
+        value: R = self._generate(self.model, messages, schema, options)
         return value
 
     async def _acall(
-        self,
-        model: Model,
-        messages: list[dict[str, str]],
-        schema: Any,
-        calibration: list[dict[str, str]] | None,
+        self, model: Model, messages: list[dict[str, str]], schema: Any, options: dict[str, Any]
     ) -> Any:
         loop = asyncio.get_running_loop()
         ctx = contextvars.copy_context()
-        call = functools.partial(self._generate, model, messages, schema, calibration)
+        call = functools.partial(self._generate, model, messages, schema, options)
         return await loop.run_in_executor(None, ctx.run, call)
 
     @overload
@@ -287,16 +281,11 @@ class StructuredFunction(Generic[P, R]):
         stream: Callable[..., Any] = self.model.stream
         return stream(self.messages(*args, **kwargs), self.schema, partial=True, **options)
 
+    @staticmethod
     def _generate(
-        self,
-        model: Model,
-        messages: list[dict[str, str]],
-        schema: Any,
-        calibration: list[dict[str, str]] | None,
+        model: Model, messages: list[dict[str, str]], schema: Any, options: dict[str, Any]
     ) -> Any:
         generate: Callable[..., Any] = model.generate
-        options = dict(self._options)
-        options.setdefault("calibration", calibration)
         return generate(messages, schema, **options)
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:

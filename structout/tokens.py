@@ -43,6 +43,15 @@ class TokenSpace:
         tb = self.token_bytes
         return b"".join(tb[i] for i in ids)
 
+    def spell(self, data: bytes) -> list[int] | None:
+        """The tokenizer's own tokens for ``data``, when they reproduce it byte for byte (None
+        for bytes that are not UTF-8 text or that the tokenizer spells differently)."""
+        try:
+            toks = [int(t) for t in self.encode(data.decode("utf-8"))]
+        except Exception:  # noqa: BLE001 - any tokenizer failure means "cannot spell it"
+            return None
+        return toks if self.bytes_of(toks) == data else None
+
     def extensions(self, token: int) -> Any:
         """numpy int64 array of token ids whose bytes strictly extend ``token``'s bytes."""
         import numpy as np

@@ -289,7 +289,8 @@ def test_json_track_frames() -> None:
     assert [f.kind for f in track.frames] == [OBJECT, KEY]
     track.feed(b'b": "')
     assert [f.kind for f in track.frames] == [OBJECT, STRING]
-    assert track.value_prefix() == b'"'
+    assert track.value_prefix(8) == b'"'
+    assert track.value_prefix(0) is None  # longer than any option: not a choice point
     track.feed(b'v"}')
     assert track.frames == []
 
