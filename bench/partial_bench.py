@@ -77,7 +77,7 @@ def _replay(model: Any, chunks: list[bytes], result: Any) -> None:
         return [outcome], RunStats()
 
     stream: PartialStream[Character] = PartialStream(
-        gen(), matcher, model._token_space(True), compiled, 0, Character
+        gen(), matcher, model._token_space(), compiled, 0, Character
     )
     *_, last = stream
     assert last.value == result.value

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:  # pragma: no cover
     from structout._engine import CompiledGrammar
     from structout.cache import CompileCache
+    from structout.engine import Engine
     from structout.limits import Limits
     from structout.targets import Target
     from structout.vocab import Vocabulary
@@ -84,20 +85,17 @@ def compile_target(
     target: Target[Any],
     vocab: Vocabulary | Any,
     limits: Limits,
-    *,
-    translate: Callable[..., str] | None = None,
-    compile_kbnf: Callable[..., CompiledGrammar] | None = None,
+    engine: Engine,
 ) -> tuple[str, CompiledGrammar]:
-    """``(kbnf, compiled grammar)`` for a resolved non-text target, through ``cache``, under
-    ``limits`` (the options that are set become part of the cache keys). ``translate`` defaults
-    to the translator; grammars compile through ``cache`` (the engine's memory cache and the disk
-    layer) unless ``compile_kbnf`` replaces the engine (a seam for tests' reference engines)."""
+    """``(kbnf, compiled grammar)`` for a resolved non-text target: translated by ``engine``
+    through ``cache``'s schema layer, compiled by ``engine`` under ``limits`` (the options that
+    are set become part of the cache keys)."""
     kbnf = target.kbnf
     if kbnf is None:
         kbnf = schema_kbnf(
-            target.json_schema, limits.translator_options(), cache, translate=translate
+            target.json_schema,
+            limits.translator_options(),
+            cache,
+            translate=engine.translate_schema,
         )
-    engine_limits = limits.engine_options()
-    if compile_kbnf is not None:
-        return kbnf, compile_kbnf(kbnf, vocab, **engine_limits)
-    return kbnf, cache.compiled_grammar(kbnf, vocab, engine_limits)
+    return kbnf, engine.compile_kbnf(cache, kbnf, vocab, limits.engine_options())

@@ -34,7 +34,6 @@ import time
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from structout.bitmask import apply_token_bitmask_
@@ -59,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from structout._engine import Matcher
+    from structout.engine import Engine
 
 __all__ = [
     "KBNF",
@@ -90,35 +90,6 @@ MASK_WORKERS = 2
 
 #: Candidates the loop guard looks one token ahead for when the looping value cannot close yet.
 LOOKAHEAD = 64
-
-#: The session's name before the split (``structout.lm_session.KVSession``).
-_KVSession = KVSession
-
-
-def _engine_api() -> ModuleType:
-    """The module exposing Vocabulary, compile_kbnf and the bitmask functions (``structout``).
-
-    Imported lazily so this module imports before the native extension is built; tests replace it.
-    """
-    import structout
-
-    missing = [
-        name
-        for name in (
-            "compile_kbnf",
-            "allocate_token_bitmask",
-            "fill_next_token_bitmasks",
-            "apply_token_bitmask_",
-        )
-        if not hasattr(structout, name)
-    ]
-    if missing:
-        raise ImportError(
-            "structout's native engine is not available (missing "
-            + ", ".join(missing)
-            + "); build it with `pip install -e .` (needs a Rust toolchain)"
-        )
-    return structout
 
 
 _pool: ThreadPoolExecutor | None = None
@@ -222,6 +193,7 @@ class _Decoder:
         requests: Sequence[RowRequest],
         params: SamplingParams,
         pad_token_id: int,
+        engine: Engine,
     ) -> None:
         self.hf_model = hf_model
         self.tokens = tokens
@@ -244,14 +216,15 @@ class _Decoder:
         self.scorer = ChoiceScorer(hf_model, tokens, pad_token_id)
         self.pad = pad_token_id
         self.stats = RunStats()
-        self.api: Any = _engine_api() if any(r.matcher is not None for r in self.rows) else None
+        self.engine = engine
         self._bitmask: Any = None
         self._scratch: Any = None
-        self._overlap = self.api is not None and params.overlap and _overlap_helps(hf_model)
+        constrained = any(r.matcher is not None for r in self.rows)
+        self._overlap = constrained and params.overlap and _overlap_helps(hf_model)
 
     # ---- masks
     def _alloc(self, n: int) -> Any:
-        return self.api.allocate_token_bitmask(n, self.tokens.vocab_size)
+        return self.engine.allocate_token_bitmask(n, self.tokens.vocab_size)
 
     def _scratch_mask(self, matcher: Any) -> Any:
         if self._scratch is None:
@@ -280,7 +253,7 @@ class _Decoder:
         else:
             # One native call fills every constrained row in parallel (GIL released); rows of
             # unconstrained requests allow everything.
-            self.api.fill_next_token_bitmasks(
+            self.engine.fill_next_token_bitmasks(
                 [self._matcher(i) for i in constrained], bm, rows=constrained
             )
             for i in active:
@@ -637,9 +610,10 @@ def decode(
     requests: Sequence[RowRequest],
     params: SamplingParams,
     pad_token_id: int,
+    engine: Engine,
 ) -> Generator[tuple[int, bytes], None, tuple[list[RowOutcome], RunStats]]:
     """Run the decode loop; yields ``(row, appended bytes)`` and returns outcomes and stats."""
-    dec = _Decoder(hf_model, tokens, requests, params, pad_token_id)
+    dec = _Decoder(hf_model, tokens, requests, params, pad_token_id, engine)
     outcomes = yield from dec.run()
     return outcomes, dec.stats
 
@@ -650,6 +624,7 @@ def decode_with_matchers(
     requests: Sequence[RowRequest],
     params: SamplingParams,
     pad_token_id: int,
+    engine: Engine,
 ) -> tuple[
     Generator[tuple[int, bytes], None, tuple[list[RowOutcome], RunStats]], list[Matcher | None]
 ]:
@@ -660,7 +635,7 @@ def decode_with_matchers(
     the output so far and nothing touches it until the caller resumes the generator; the caller
     must only read it (``forced_bytes``, ``fill_next_token_bitmask``, ``fork``), never advance it.
     """
-    dec = _Decoder(hf_model, tokens, requests, params, pad_token_id)
+    dec = _Decoder(hf_model, tokens, requests, params, pad_token_id, engine)
 
     def run() -> Generator[tuple[int, bytes], None, tuple[list[RowOutcome], RunStats]]:
         outcomes = yield from dec.run()

@@ -19,7 +19,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -30,11 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, Union, overload
 
-from structout import generation as _gen
 from structout.cache import CompileCache, default_cache_dir, get_default_cache
 from structout.choices import choice_sets
-from structout.compiling import compile_target as _compile_target
-from structout.compiling import schema_translator
+from structout.compiling import compile_target, schema_translator
+from structout.engine import Engine, native_engine
 from structout.errors import TruncatedOutputError
 from structout.generation import RowRequest, decode, decode_with_matchers
 from structout.instructions import schema_instruction
@@ -43,7 +41,6 @@ from structout.loop_guard import LoopGuard
 from structout.reasoning import Reasoned
 from structout.results import GenerationResult, IncrementalText, finalize
 from structout.sampling import DEFAULT_MAX_NEW_TOKENS, SamplingParams
-from structout.schema import to_kbnf
 from structout.targets import KBNF, Target, resolve_schema
 from structout.tokens import TokenSpace
 from structout.tools import AssistantTurn, ToolFormat, ToolSpec
@@ -52,7 +49,6 @@ from structout.turns import Turn
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import TypedDict, Unpack
 
-    from structout._engine import CompiledGrammar
     from structout.partial_stream import PartialStream
 
     class _CommonOptions(TypedDict, total=False):
@@ -93,7 +89,7 @@ if TYPE_CHECKING:  # pragma: no cover
         reasoning_budget: int | None
 
 
-__all__ = ["CompiledTarget", "Model", "Stream", "default_gguf_path", "hf_token_bytes"]
+__all__ = ["CompiledTarget", "Model", "Stream", "default_gguf_path"]
 
 T = TypeVar("T")
 
@@ -147,16 +143,18 @@ class Model:
         *,
         cache: CompileCache | None = None,
         limits: Limits | None = None,
+        engine: Engine | None = None,
     ) -> None:
         self.hf_model = hf_model
         self.tokenizer = hf_tokenizer
         self.cache = cache if cache is not None else get_default_cache()
+        #: Translates, compiles and fills masks (:mod:`structout.engine`; default: native).
+        self.engine: Engine = engine if engine is not None else native_engine()
         #: Resource limits for translating and compiling schemas (``structout.Limits``).
         self.limits = limits if limits is not None else Limits()
         hf_model.eval()
         self._vocab: Any = None
         self._tokens: TokenSpace | None = None
-        self._tokens_without_vocab = True
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------------------ loading
@@ -235,15 +233,12 @@ class Model:
         if self._vocab is None:
             with self._lock:
                 if self._vocab is None:
-                    api = _gen._engine_api()
-                    vocab = api.Vocabulary.from_hf(self.tokenizer, vocab_size=self.vocab_size)
+                    vocab = self.engine.vocabulary(self.tokenizer, self.vocab_size)
                     model_eos = set(self._config_eos_ids())
                     have = {int(t) for t in getattr(vocab, "eos_token_ids", []) or []}
                     if not model_eos <= have:
-                        vocab = api.Vocabulary.from_hf(
-                            self.tokenizer,
-                            vocab_size=self.vocab_size,
-                            eos_token_ids=sorted(have | model_eos),
+                        vocab = self.engine.vocabulary(
+                            self.tokenizer, self.vocab_size, sorted(have | model_eos)
                         )
                     self._vocab = vocab
         return self._vocab
@@ -269,26 +264,19 @@ class Model:
             ids.update(int(x) for x in getattr(self._vocab, "eos_token_ids", []) or [])
         return sorted(ids)
 
-    def _token_space(self, need_vocab: bool) -> TokenSpace:
-        """Token bytes, EOS ids and the encoder; rebuilt once the native vocabulary exists (its
-        token bytes and EOS ids are authoritative)."""
-        if need_vocab:
-            _ = self.vocab
-        if self._tokens is None or (self._vocab is not None and self._tokens_without_vocab):
-            token_bytes = None
-            if self._vocab is not None:
-                token_bytes = _native_token_bytes(self._vocab, self.vocab_size)
-                special = getattr(self._vocab, "special_token_ids", None)
-                if token_bytes is not None and callable(special):
-                    for i in special():  # special tokens are never text
-                        if 0 <= i < len(token_bytes):
-                            token_bytes[i] = b""
-            if token_bytes is None:
-                token_bytes = hf_token_bytes(self.tokenizer, self.vocab_size)
+    def _token_space(self) -> TokenSpace:
+        """Token bytes (special tokens none), EOS ids and the encoder, from the engine's
+        vocabulary (built once)."""
+        if self._tokens is None:
+            vocab = self.vocab
+            token_bytes = [bytes(b) for b in vocab.all_token_bytes()][: self.vocab_size]
+            token_bytes += [b""] * (self.vocab_size - len(token_bytes))
+            for i in vocab.special_token_ids():  # special tokens are never text
+                if 0 <= i < len(token_bytes):
+                    token_bytes[i] = b""
             self._tokens = TokenSpace(
                 token_bytes, self.eos_token_ids, self.vocab_size, _encoder(self.tokenizer)
             )
-            self._tokens_without_vocab = self._vocab is None
         return self._tokens
 
     # --------------------------------------------------------------------------- prompts
@@ -361,7 +349,7 @@ class Model:
         target = resolve_schema(schema)
         if target.kind == "text":
             return CompiledTarget(target, None, None, (time.perf_counter() - t0) * 1e3)
-        kbnf, grammar = compile_target(self.cache, target, self.vocab, self.limits)
+        kbnf, grammar = compile_target(self.cache, target, self.vocab, self.limits, self.engine)
         return CompiledTarget(target, grammar, kbnf, (time.perf_counter() - t0) * 1e3)
 
     # -------------------------------------------------------------------------- generating
@@ -659,8 +647,8 @@ class Model:
             )
             for p, ids, c, cal in zip(prompts, prompt_ids, compiled, calibrations)
         ]
-        tokens = self._token_space(any(c.grammar is not None for c in compiled))
-        gen = decode(self.hf_model, tokens, requests, params, self._pad_id())
+        tokens = self._token_space()
+        gen = decode(self.hf_model, tokens, requests, params, self._pad_id(), self.engine)
         outcomes, stats = _drain(gen)
         out: list[Any] = []
         for outcome, c, ids in zip(outcomes, compiled, prompt_ids):
@@ -750,7 +738,7 @@ class Model:
         compiled = self.compile(schema)
         params = SamplingParams(max_new_tokens, temperature, top_p, seed, jump_forward, False)
         ids = self._prompt_ids(prompt_or_messages, compiled.target, chat_template, schema_in_prompt)
-        tokens = self._token_space(compiled.grammar is not None)
+        tokens = self._token_space()
         request = self._row_request(
             prompt_or_messages,
             ids,
@@ -762,10 +750,10 @@ class Model:
             from structout.partial_stream import PartialStream
 
             run, (matcher,) = decode_with_matchers(
-                self.hf_model, tokens, [request], params, self._pad_id()
+                self.hf_model, tokens, [request], params, self._pad_id(), self.engine
             )
             return PartialStream(run, matcher, tokens, compiled, len(ids), schema)
-        gen = decode(self.hf_model, tokens, [request], params, self._pad_id())
+        gen = decode(self.hf_model, tokens, [request], params, self._pad_id(), self.engine)
         return Stream(gen, compiled, len(ids))
 
     def _generate_turn(
@@ -784,11 +772,13 @@ class Model:
         )
         plan = turn.plan(text, self._tag_schema_translator())
         target: Target[Any] = Target("grammar", None, plan.kbnf, plan.parse, None)
-        _, grammar = compile_target(self.cache, target, self.vocab, self.limits)
+        _, grammar = compile_target(self.cache, target, self.vocab, self.limits, self.engine)
         compile_ms = (time.perf_counter() - t0) * 1e3
         ids = self._encode_prompt(text, templated)
         request = RowRequest(ids, grammar, params.max_new_tokens, plan.section, plan.end_early)
-        gen = decode(self.hf_model, self._token_space(True), [request], params, self._pad_id())
+        gen = decode(
+            self.hf_model, self._token_space(), [request], params, self._pad_id(), self.engine
+        )
         outcomes, stats = _drain(gen)
         try:
             return finalize(outcomes[0], target, stats, compile_ms, len(ids), return_result)
@@ -843,7 +833,7 @@ class Model:
     def _tag_schema_translator(self) -> Callable[[Any], str]:
         """Schema (or type) → KBNF for structural tags, under this model's limits and cache."""
         return schema_translator(
-            self.limits.translator_options(), self.cache, translate=_translate_schema
+            self.limits.translator_options(), self.cache, translate=self.engine.translate_schema
         )
 
     def _pad_id(self) -> int:
@@ -906,30 +896,6 @@ def _drain(gen: Any) -> Any:
             return stop.value
 
 
-#: The JSON Schema translator Model and the logits processor use (a seam tests replace).
-_translate_schema = to_kbnf
-
-
-def compile_target(
-    cache: CompileCache, target: Target[Any], vocab: Any, limits: Limits
-) -> tuple[str, CompiledGrammar]:
-    """``(kbnf, compiled grammar)`` for a resolved non-text target: :func:`structout.compiling.
-    compile_target` with this module's translator and the engine of :mod:`structout.generation`
-    (the seams tests replace with reference implementations)."""
-    import structout
-
-    api = _gen._engine_api()
-    return _compile_target(
-        cache,
-        target,
-        vocab,
-        limits,
-        translate=_translate_schema,
-        # The real engine compiles through the cache (memory and disk); a replaced one directly.
-        compile_kbnf=None if api is structout else api.compile_kbnf,
-    )
-
-
 def _import_torch() -> Any:
     try:
         import torch
@@ -970,70 +936,6 @@ def _encoder(tokenizer: Any) -> Any:
     if backend is not None:
         return lambda text: backend.encode(text, add_special_tokens=False).ids
     return lambda text: tokenizer.encode(text, add_special_tokens=False)
-
-
-def _native_token_bytes(vocab: Any, size: int) -> list[bytes] | None:
-    """Token bytes from the native Vocabulary when it exposes them."""
-    fn = getattr(vocab, "all_token_bytes", None)
-    if callable(fn):
-        values = list(fn())
-        if values and isinstance(values[0], (bytes, bytearray)):
-            return [bytes(v) for v in values]
-    fn = getattr(vocab, "token_bytes", None)
-    if callable(fn):
-        n = min(size, int(getattr(vocab, "size", size)))
-        return [bytes(fn(i)) for i in range(n)]
-    return None
-
-
-_BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
-
-
-def hf_token_bytes(tokenizer: Any, size: int) -> list[bytes]:
-    """The bytes each token id produces (special tokens produce none), derived in Python.
-
-    Used only when the native Vocabulary does not expose token bytes. Handles byte-level BPE
-    (GPT-2 alphabet) and SentencePiece-style (``▁`` for space, ``<0xNN>`` byte fallback).
-    """
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if (
-        backend is None
-        and hasattr(tokenizer, "get_added_tokens_decoder")
-        and hasattr(tokenizer, "to_str")
-    ):
-        backend = tokenizer  # a bare tokenizers.Tokenizer
-    special: set[int] = set()
-    added: dict[int, str] = {}
-    if backend is not None:
-        vocab = backend.get_vocab(with_added_tokens=True)
-        for i, tok in backend.get_added_tokens_decoder().items():
-            added[int(i)] = tok.content
-            if tok.special:
-                special.add(int(i))
-        decoder = json.loads(backend.to_str()).get("decoder")
-        byte_level = "ByteLevel" in json.dumps(decoder)
-    else:
-        vocab = tokenizer.get_vocab()
-        special = set(getattr(tokenizer, "all_special_ids", []) or [])
-        byte_level = False
-    from structout._engine import byte_level_alphabet
-
-    inverse = {c: b for b, c in enumerate(byte_level_alphabet())}
-    out = [b""] * size
-    for tok, i in vocab.items():
-        if i >= size or i in special:
-            continue
-        if i in added:
-            out[i] = added[i].encode("utf-8")
-        elif byte_level:
-            try:
-                out[i] = bytes(inverse[c] for c in tok)
-            except KeyError:
-                out[i] = tok.encode("utf-8")
-        else:
-            m = _BYTE_FALLBACK.fullmatch(tok)
-            out[i] = bytes([int(m.group(1), 16)]) if m else tok.replace("▁", " ").encode("utf-8")
-    return out
 
 
 # --------------------------------------------------------------------------- GGUF conversion

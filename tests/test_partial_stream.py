@@ -29,15 +29,12 @@ pytest.importorskip("pydantic")
 
 from pydantic import BaseModel, Field
 from test_sdk_content import ScriptedLM, _model, _tok
-from test_sdk_support import native_engine_available
 from typing_extensions import TypedDict
 
 import structout
 from structout.json_track import SCALAR_BYTES
 from structout.partial import Partial, partial_adapter
 from structout.partial_stream import Snapshot
-
-pytestmark = pytest.mark.skipif(not native_engine_available(), reason="native engine not built")
 
 
 class Item(BaseModel):

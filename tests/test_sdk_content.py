@@ -20,7 +20,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import torch
-from test_sdk_support import llama3_tokenizer, native_engine_available
+from test_sdk_support import llama3_tokenizer
 
 import structout
 from structout.cache import CompileCache
@@ -28,8 +28,6 @@ from structout.choices import choice_sets
 from structout.errors import TruncatedOutputError
 from structout.json_track import ARRAY, KEY, NUMBER, OBJECT, STRING, JsonTrack
 from structout.loop_guard import LoopGuard, counter_suffix, periodic_suffix
-
-pytestmark = pytest.mark.skipif(not native_engine_available(), reason="native engine not built")
 
 VOCAB = 128256
 

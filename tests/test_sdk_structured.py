@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any, Literal
 
 import pytest
@@ -13,13 +12,12 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from test_sdk_support import (
+    RefEngine,
     choice_kbnf,
     llama3_tokenizer,
-    ref_engine,
     tiny_llama,
 )
 
-import structout.generation as gen
 import structout.model as model_mod
 from structout.cache import CompileCache
 from structout.generation import Grammar
@@ -36,11 +34,13 @@ def _enum_only_translator(schema: dict[str, Any], **options: Any) -> str:
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[Model]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(gen, "_engine_api", ref_engine)
-        mp.setattr(model_mod, "_translate_schema", _enum_only_translator)
-        yield Model(tiny_llama(), llama3_tokenizer(), cache=CompileCache(disk=False))
+def model() -> Model:
+    return Model(
+        tiny_llama(),
+        llama3_tokenizer(),
+        cache=CompileCache(disk=False),
+        engine=RefEngine(translate=_enum_only_translator),
+    )
 
 
 Kind = Literal["bug", "feature", "question"]

@@ -2,16 +2,17 @@
 plus tests of the reference engine itself.
 
 The reference engine exists only here, so the decode loop (KV cache, jump-forward, batching,
-streaming, EOS handling) can be tested independently of the native engine: it implements the token
-mask API over a *choice grammar* (a finite set of byte strings, written in KBNF as
-``start ::= 'a' | 'b' ;``) by brute force.
+streaming, EOS handling) can be tested independently of the native matcher: :class:`RefEngine`
+implements the :class:`structout.engine.Engine` protocol over a *choice grammar* (a finite set of
+byte strings, written in KBNF as ``start ::= 'a' | 'b' ;``) by brute force, and tests pass it as
+``Model(..., engine=RefEngine())``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import types
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -26,24 +27,6 @@ LLAMA3_CHAT_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}"
 )
-
-
-def native_engine_available() -> bool:
-    try:
-        from structout.generation import _engine_api
-
-        _engine_api()
-    except ImportError:
-        return False
-    return True
-
-
-def translator_available() -> bool:
-    try:
-        from structout.schema import to_kbnf  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 @lru_cache(maxsize=1)
@@ -124,23 +107,28 @@ def parse_choice_grammar(text: str) -> list[bytes]:
 
 
 class RefVocab:
-    def __init__(self, tokenizer: Any, vocab_size: int | None = None) -> None:
-        from structout.model import hf_token_bytes
+    """Token bytes from the native vocabulary (the tokenizer's truth); special tokens have none."""
 
-        self.size = vocab_size or len(tokenizer)
-        self.token_bytes_table = hf_token_bytes(tokenizer, self.size)
+    def __init__(self, tokenizer: Any, vocab_size: int | None = None) -> None:
+        import structout
+
+        native = structout.Vocabulary.from_hf(tokenizer, vocab_size=vocab_size)
+        self.size = native.size
+        special = set(native.special_token_ids())
+        self.token_bytes_table = [
+            b"" if i in special else b for i, b in enumerate(native.all_token_bytes())
+        ]
         self.eos_token_ids = [tokenizer.eos_token_id]
         self.by_bytes: dict[bytes, list[int]] = {}
         for i, b in enumerate(self.token_bytes_table):
             if b:
                 self.by_bytes.setdefault(b, []).append(i)
 
-    @classmethod
-    def from_hf(cls, tokenizer: Any, vocab_size: int | None = None) -> RefVocab:
-        return cls(tokenizer, vocab_size)
+    def all_token_bytes(self) -> list[bytes]:
+        return list(self.token_bytes_table)
 
-    def token_bytes(self, i: int) -> bytes:
-        return self.token_bytes_table[i]
+    def special_token_ids(self) -> list[int]:
+        return [i for i, b in enumerate(self.token_bytes_table) if not b]
 
 
 class RefGrammar:
@@ -224,33 +212,38 @@ class RefMatcher:
             words[t >> 5] |= np.uint32(1 << (t & 31))
 
 
-def ref_engine() -> Any:
-    """A namespace with the subset of the ``structout`` engine API the SDK uses."""
+class RefEngine:
+    """The :class:`structout.engine.Engine` protocol over :class:`RefGrammar` (finite choice
+    grammars, brute-force masks). ``translate`` stands in for the schema translator where a test
+    needs schemas (the real translator's grammars are not finite choices)."""
 
-    def compile_kbnf(text: str, vocab: RefVocab) -> RefGrammar:
-        return RefGrammar(parse_choice_grammar(text), vocab)
+    def __init__(self, translate: Callable[..., str] | None = None) -> None:
+        self._translate = translate
 
-    def allocate_token_bitmask(batch: int, vocab_size: int) -> Any:
+    def vocabulary(
+        self, tokenizer: Any, vocab_size: int, eos_token_ids: Sequence[int] | None = None
+    ) -> RefVocab:
+        vocab = RefVocab(tokenizer, vocab_size)
+        if eos_token_ids is not None:
+            vocab.eos_token_ids = list(eos_token_ids)
+        return vocab
+
+    def translate_schema(self, schema: Any, **options: Any) -> str:
+        if self._translate is None:
+            raise NotImplementedError("this reference engine was given no schema translator")
+        return self._translate(schema, **options)
+
+    def compile_kbnf(self, cache: Any, kbnf: str, vocab: RefVocab, limits: Any) -> RefGrammar:
+        return RefGrammar(parse_choice_grammar(kbnf), vocab)
+
+    def allocate_token_bitmask(self, batch: int, vocab_size: int) -> Any:
         return np.zeros((batch, (vocab_size + 31) // 32), dtype=np.int32)
 
     def fill_next_token_bitmasks(
-        matchers: list[RefMatcher], bm: Any, rows: list[int] | None = None
+        self, matchers: Sequence[RefMatcher], bm: Any, rows: Sequence[int] | None = None
     ) -> None:
         for i, m in zip(rows if rows is not None else range(len(matchers)), matchers):
             m.fill_next_token_bitmask(bm, i)
-
-    def apply_token_bitmask_(logits: Any, bm: Any) -> None:
-        from structout.masks import apply_token_bitmask_
-
-        apply_token_bitmask_(logits, bm)
-
-    return types.SimpleNamespace(
-        Vocabulary=RefVocab,
-        compile_kbnf=compile_kbnf,
-        allocate_token_bitmask=allocate_token_bitmask,
-        fill_next_token_bitmasks=fill_next_token_bitmasks,
-        apply_token_bitmask_=apply_token_bitmask_,
-    )
 
 
 def choice_kbnf(*choices: str) -> str:

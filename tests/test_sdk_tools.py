@@ -384,10 +384,8 @@ def test_special_marker_tokens_are_never_produced_by_grammar_text() -> None:
 def _tiny_model() -> Any:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from test_sdk_support import llama3_tokenizer, native_engine_available, tiny_llama
+    from test_sdk_support import llama3_tokenizer, tiny_llama
 
-    if not native_engine_available():
-        pytest.skip("native engine not built")
     from structout.cache import CompileCache
 
     return structout.Model(tiny_llama(), llama3_tokenizer(), cache=CompileCache(disk=False))
@@ -468,7 +466,7 @@ def test_template_with_tools_gets_them_and_sets_the_format() -> None:
 
 def test_reasoning_budget_is_enforced_by_the_loop() -> None:
     model = _tiny_model()
-    token_bytes = model._token_space(True).token_bytes
+    token_bytes = model._token_space().token_bytes
     for budget in (0, 4, 9, 20):
         res = model.generate(
             "think",
@@ -638,7 +636,7 @@ def test_default_model_reasoning_with_added_think_tokens() -> None:
     assert Answer.model_validate_json(res.text.split("</think>\n\n", 1)[1]) == res.value.value
     # Unconstrained inside: the thinking tokens are the model's own greedy choices among the
     # tokens that are text (EOS and special tokens cannot occur before the answer).
-    token_bytes = model._token_space(True).token_bytes
+    token_bytes = model._token_space().token_bytes
     not_text = torch.tensor([not b for b in token_bytes])
     prompt_ids = tok(model.render_prompt(prompt, Answer), add_special_tokens=False)["input_ids"]
     seq = list(prompt_ids) + [begin]

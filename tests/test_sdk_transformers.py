@@ -14,18 +14,8 @@ jsonschema = pytest.importorskip("jsonschema")
 from pydantic import BaseModel, Field
 from test_sdk_support import (
     llama3_tokenizer,
-    native_engine_available,
     tiny_llama,
-    translator_available,
 )
-
-pytestmark = [
-    pytest.mark.skipif(
-        not native_engine_available(),
-        reason="native token-mask API (Vocabulary/compile_kbnf/bitmask) not built",
-    ),
-    pytest.mark.skipif(not translator_available(), reason="structout.schema translator missing"),
-]
 
 
 class Pair(BaseModel):

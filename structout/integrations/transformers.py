@@ -22,12 +22,13 @@ from typing import Any
 
 from transformers import LogitsProcessor
 
-from structout import generation as _gen
 from structout.bitmask import apply_token_bitmask_
 from structout.cache import CompileCache, get_default_cache
-from structout.compiling import schema_kbnf
+from structout.compiling import compile_target, schema_kbnf
+from structout.engine import Engine, native_engine
 from structout.errors import StructoutError
 from structout.limits import Limits
+from structout.targets import resolve_schema
 
 __all__ = ["StructuredLogitsProcessor"]
 
@@ -47,22 +48,22 @@ class StructuredLogitsProcessor(LogitsProcessor):
         *,
         cache: CompileCache | None = None,
         limits: Limits | None = None,
+        engine: Engine | None = None,
     ) -> None:
         if schema_or_grammar is None:
             raise ValueError("StructuredLogitsProcessor needs a schema or a structout.Grammar")
-        self.target = _gen.resolve_schema(schema_or_grammar)
+        self.target = resolve_schema(schema_or_grammar)
         self._cache = cache if cache is not None else get_default_cache()
         self.limits = limits if limits is not None else Limits()
+        self.engine: Engine = engine if engine is not None else native_engine()
         if self.target.kbnf is not None:
             self.kbnf = self.target.kbnf
         else:  # translate now, so schema errors surface at construction
-            from structout import model
-
             self.kbnf = schema_kbnf(
                 self.target.json_schema,
                 self.limits.translator_options(),
                 self._cache,
-                translate=model._translate_schema,
+                translate=self.engine.translate_schema,
             )
         is_vocab = hasattr(vocab_or_tokenizer, "eos_token_ids") and hasattr(
             vocab_or_tokenizer, "size"
@@ -90,38 +91,36 @@ class StructuredLogitsProcessor(LogitsProcessor):
         return self._vocab
 
     def _ensure_grammar(self, vocab_size: int) -> None:
-        api = _gen._engine_api()
         if self._vocab is None:
-            self._vocab = api.Vocabulary.from_hf(self._tokenizer, vocab_size=vocab_size)
+            self._vocab = self.engine.vocabulary(self._tokenizer, vocab_size)
         if int(self._vocab.size) != vocab_size:
             raise StructoutError(
                 f"the vocabulary has {self._vocab.size} tokens but the logits have {vocab_size} "
                 "columns; build it with Vocabulary.from_hf(tokenizer, vocab_size=<model size>)"
             )
         if self.grammar is None:
-            from structout.model import compile_target
-
-            _, self.grammar = compile_target(self._cache, self.target, self._vocab, self.limits)
+            _, self.grammar = compile_target(
+                self._cache, self.target, self._vocab, self.limits, self.engine
+            )
         self._eos = {int(t) for t in self._vocab.eos_token_ids}
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         batch, length = int(input_ids.shape[0]), int(input_ids.shape[1])
         self._ensure_grammar(int(scores.shape[-1]))
-        api = _gen._engine_api()
         if self._prompt_len is None or length <= self._last_len or batch != len(self._matchers):
             self.reset()
             self._prompt_len = length
             self._matchers = [self.grammar.matcher() for _ in range(batch)]
             self._history = [[] for _ in range(batch)]
             self._done = [False] * batch
-            self._bitmask = api.allocate_token_bitmask(batch, int(scores.shape[-1]))
+            self._bitmask = self.engine.allocate_token_bitmask(batch, int(scores.shape[-1]))
         self._last_len = length
         new = (
             input_ids[:, self._prompt_len :].tolist() if length > self._prompt_len else [[]] * batch
         )
         for row in range(batch):
             self._sync(row, new[row])
-        api.fill_next_token_bitmasks(self._matchers, self._bitmask)
+        self.engine.fill_next_token_bitmasks(self._matchers, self._bitmask)
         return apply_token_bitmask_(scores, self._bitmask)  # any device and dtype
 
     def _sync(self, row: int, tokens: list[int]) -> None:
