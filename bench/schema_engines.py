@@ -243,7 +243,7 @@ class StructoutSchemaEngine(SchemaEngine):
 
     def after_compile(self) -> str | None:
         misses = self.cache.stats().schema_misses - self._misses
-        engine = self.so.cache_stats()
+        engine = self.so.grammar_cache_stats()
         if misses != 1 or engine["hits"] != 0 or engine["misses"] != 1:
             return f"cache not bypassed: schema misses {misses}, engine {engine}"
         return None

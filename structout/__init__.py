@@ -8,7 +8,8 @@ from __future__ import annotations
 
 # _bootstrap comes first: it makes `structout._engine` importable, or says how to build it.
 from structout import _bootstrap, errors  # noqa: F401
-from structout._engine import __version__, builtin_grammar, compile_grammar
+from structout._engine import Grammar, __version__, builtin_grammar, compile_grammar
+from structout.cache import cache_stats
 from structout.errors import (
     GrammarError,
     LimitExceededError,
@@ -27,12 +28,12 @@ from structout.masks import (
     Matcher,
     allocate_token_bitmask,
     apply_token_bitmask_,
-    cache_stats,
     compile_json_schema,
     compile_kbnf,
     compile_type,
     configure_cache,
     fill_next_token_bitmasks,
+    grammar_cache_stats,
 )
 from structout.model import Model, Stream
 from structout.partial import Partial
@@ -41,7 +42,7 @@ from structout.reasoning import Reasoned
 from structout.results import GenerationResult, Timings
 from structout.schema import to_kbnf
 from structout.structured import current_model, structured, use_model
-from structout.targets import KBNF, Grammar
+from structout.targets import KBNF
 from structout.tools import AssistantTurn, Tool, ToolCall, ToolFormat, tool
 from structout.vocab import Vocabulary
 
@@ -87,6 +88,7 @@ __all__ = [
     "current_model",
     "errors",
     "fill_next_token_bitmasks",
+    "grammar_cache_stats",
     "structured",
     "to_kbnf",
     "tool",

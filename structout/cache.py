@@ -22,7 +22,9 @@ Two layers:
 Both disk layers are written after the call that compiled the entry has returned, by one
 background thread per process (:func:`flush_disk_writes` waits for it; interpreter exit does too,
 not ``os._exit``), so a new schema is ready without waiting for the filesystem. Statistics are
-readable with :func:`cache_stats` (or ``CompileCache.stats()``).
+readable with :func:`cache_stats` (``structout.cache_stats()``: the process-wide cache; or
+``CompileCache.stats()``); the engine's own counters, every path included, with
+``structout.grammar_cache_stats()``.
 """
 
 from __future__ import annotations
@@ -501,7 +503,7 @@ def get_default_cache() -> CompileCache:
 
 
 def cache_stats() -> CacheStats:
-    """Hit/miss statistics of the process-wide cache."""
+    """Hit/miss statistics of the process-wide :class:`CompileCache` (``structout.cache_stats``)."""
     return get_default_cache().stats()
 
 

@@ -18,11 +18,10 @@ add a prefix space) the step simply samples instead.
 
 Heavy dependencies (torch) are imported lazily; this module imports without them.
 
-The pieces the loop uses live in their own modules: :mod:`structout.targets` (``schema=`` →
-:class:`~structout.targets.Target`), :mod:`structout.tokens` (token bytes and extensions),
-:mod:`structout.lm_session` (the model and its KV cache), :mod:`structout.sampling`,
-:mod:`structout.bitmask` and :mod:`structout.results` (outcomes → typed values). Their names
-are re-exported here for existing imports.
+The pieces the loop uses live in their own modules: :mod:`structout.tokens` (token bytes and
+extensions), :mod:`structout.lm_session` (the model and its KV cache), :mod:`structout.sampling`,
+:mod:`structout.bitmask`, :mod:`structout.results` (outcomes → typed values) and
+:mod:`structout.engine` (the masks).
 """
 
 from __future__ import annotations
@@ -42,16 +41,8 @@ from structout.errors import StructoutError
 from structout.json_track import JsonTrack
 from structout.lm_session import KVSession
 from structout.loop_guard import LoopGuard, RowGuard, token_closers
-from structout.results import (
-    GenerationResult,
-    IncrementalText,
-    RowOutcome,
-    RunStats,
-    Timings,
-    finalize,
-)
+from structout.results import RowOutcome, RunStats
 from structout.sampling import SamplingParams, sample
-from structout.targets import KBNF, Grammar, Target, resolve_schema
 from structout.tokens import TokenSpace
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,23 +52,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from structout.engine import Engine
 
 __all__ = [
-    "KBNF",
     "ROLLBACK_WINDOW",
-    "GenerationResult",
-    "Grammar",
-    "IncrementalText",
-    "RowOutcome",
     "RowRequest",
-    "RunStats",
-    "SamplingParams",
     "SectionBudget",
-    "Target",
-    "Timings",
-    "TokenSpace",
     "decode",
     "decode_with_matchers",
-    "finalize",
-    "resolve_schema",
 ]
 
 #: Tokens a generation's matcher can roll back. Jump-forward and the token budget roll back at

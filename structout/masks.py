@@ -26,17 +26,18 @@ __all__ = [
     "Matcher",
     "allocate_token_bitmask",
     "apply_token_bitmask_",
-    "cache_stats",
     "compile_json_schema",
     "compile_kbnf",
     "compile_type",
     "configure_cache",
     "fill_next_token_bitmasks",
+    "grammar_cache_stats",
 ]
 
 CompiledGrammar = _engine.CompiledGrammar
 Matcher = _engine.Matcher
-cache_stats = _engine.cache_stats
+#: Counters of the engine's compiled-grammar cache (every path, ``compile_kbnf`` included).
+grammar_cache_stats = _engine.cache_stats
 configure_cache = _engine.configure_cache
 
 #: What the compile functions accept as a vocabulary: the public wrapper or the native class.

@@ -486,7 +486,7 @@ class Model:
         score_choices: bool = True,
         calibration: Prompt | None = None,
     ) -> Any:
-        """Generate one value of ``schema`` (a type, a JSON Schema dict or a Grammar).
+        """Generate one value of ``schema`` (a type, a JSON Schema dict or ``structout.KBNF``).
 
         Returns the value (a ``GenerationResult`` with ``return_result=True``). ``schema=None``
         generates free text. Raises ``TruncatedOutputError`` when ``max_new_tokens`` runs out

@@ -17,7 +17,7 @@ from structout.errors import SchemaValidationError, UnsupportedSchemaError
 from structout.instructions import schema_instruction
 from structout.lru import LRU
 
-__all__ = ["KBNF", "Grammar", "JsonSchema", "Target", "resolve_schema"]
+__all__ = ["KBNF", "JsonSchema", "Target", "resolve_schema"]
 
 T = TypeVar("T")
 
@@ -38,12 +38,7 @@ class KBNF:
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
-            raise TypeError(f"Grammar text must be str, got {type(self.text).__name__}")
-
-
-#: Deprecated alias of :class:`KBNF` (its name before 0.2; it clashed with the compiled
-#: ``structout._engine.Grammar``). Kept so existing code and pickles keep working.
-Grammar = KBNF
+            raise TypeError(f"KBNF text must be str, got {type(self.text).__name__}")
 
 
 @dataclass

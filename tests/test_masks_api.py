@@ -714,9 +714,9 @@ def test_native_vocabulary_accepted_too() -> None:
     vocab = get_vocab("small")
     text = f"start ::= 'a' 'b' ; (* {uuid.uuid4().hex} *)"
     g1 = so.compile_kbnf(text, vocab)
-    before = so.cache_stats()
+    before = so.grammar_cache_stats()
     g2 = so.compile_kbnf(text, vocab._native)
-    assert so.cache_stats()["hits"] == before["hits"] + 1
+    assert so.grammar_cache_stats()["hits"] == before["hits"] + 1
     assert g1.vocab_size == g2.vocab_size == vocab.size
 
 
@@ -740,23 +740,23 @@ def test_compiled_grammar_properties() -> None:
 def test_compile_cache_hits_and_eviction() -> None:
     vocab = get_vocab("small")
     other = so.Vocabulary.from_bytes([None, b"a", b"b"], eos_token_ids=[0])
-    capacity = so.cache_stats()["capacity"]
+    capacity = so.grammar_cache_stats()["capacity"]
     tag = uuid.uuid4().hex
     text = f"start ::= 'a' | 'b' ; x ::= 'a' ; (* {tag} *)"
     try:
-        s0 = so.cache_stats()
+        s0 = so.grammar_cache_stats()
         so.compile_kbnf(text, vocab)
-        s1 = so.cache_stats()
+        s1 = so.grammar_cache_stats()
         assert s1["misses"] == s0["misses"] + 1 and s1["hits"] == s0["hits"]
         g2 = so.compile_kbnf(text, vocab)
-        s2 = so.cache_stats()
+        s2 = so.grammar_cache_stats()
         assert s2["hits"] == s1["hits"] + 1 and s2["misses"] == s1["misses"]
         assert g2.matcher().accept_bytes(b"a")
         # Other vocabulary, start symbol or limits: separate entries.
         so.compile_kbnf(text, other)
         so.compile_kbnf(text, vocab, start="x")
         so.compile_kbnf(text, vocab, max_repetition=1000)
-        s3 = so.cache_stats()
+        s3 = so.grammar_cache_stats()
         assert s3["misses"] == s2["misses"] + 3 and s3["hits"] == s2["hits"]
         # Errors are not cached: the second attempt fails the same way.
         for _ in range(2):
@@ -764,20 +764,20 @@ def test_compile_cache_hits_and_eviction() -> None:
                 so.compile_kbnf(f"start ::= ; (* {tag} *)", vocab)
         # Capacity and clearing.
         so.configure_cache(2, clear=True)
-        s4 = so.cache_stats()
+        s4 = so.grammar_cache_stats()
         assert (s4["hits"], s4["misses"], s4["entries"], s4["capacity"]) == (0, 0, 0, 2)
         texts = [f"start ::= 'a' ; (* {tag} {k} *)" for k in range(3)]
         for t in texts:
             so.compile_kbnf(t, vocab)
-        assert so.cache_stats()["entries"] == 2
+        assert so.grammar_cache_stats()["entries"] == 2
         so.compile_kbnf(texts[0], vocab)  # the oldest was evicted
-        s5 = so.cache_stats()
+        s5 = so.grammar_cache_stats()
         assert s5["misses"] == 4 and s5["hits"] == 0
         so.compile_kbnf(texts[0], vocab)
-        assert so.cache_stats()["hits"] == 1
+        assert so.grammar_cache_stats()["hits"] == 1
     finally:
         so.configure_cache(capacity)
-    assert so.cache_stats()["capacity"] == capacity
+    assert so.grammar_cache_stats()["capacity"] == capacity
 
 
 def test_every_mask_overwrites_the_whole_row() -> None:

@@ -323,15 +323,15 @@ def test_a_damaged_entry_is_recompiled_and_replaced(tmp_path: Path, damage: str)
         (other,) = set((tmp_path / "grammars").rglob("*.grammar")) - {entry}
         entry.write_bytes(other.read_bytes())
     _forget_memory()
-    before = structout.cache_stats()["disk_errors"]
+    before = structout.grammar_cache_stats()["disk_errors"]
     again = cache.compiled_grammar(KBNF, vocab)
     assert _masks(again, PREFIXES) == reference
-    assert structout.cache_stats()["disk_errors"] == before + 1
+    assert structout.grammar_cache_stats()["disk_errors"] == before + 1
     flush_disk_writes()
     assert entry.read_bytes() == data  # rewritten whole
     _forget_memory()  # (also resets the engine's counters)
     cache.compiled_grammar(KBNF, vocab)
-    stats = structout.cache_stats()
+    stats = structout.grammar_cache_stats()
     assert (stats["disk_hits"], stats["disk_errors"]) == (1, 0)  # and now it loads
 
 

@@ -25,9 +25,10 @@ from test_sdk_support import (
 import structout.generation as gen
 from structout.cache import CompileCache
 from structout.errors import TruncatedOutputError
-from structout.generation import Grammar
 from structout.lm_session import KVSession
 from structout.model import Model
+from structout.sampling import SamplingParams
+from structout.targets import KBNF
 
 PERSON_CHOICES = [
     '{"name": "Alice Smith", "age": 31, "city": "Paris"}',
@@ -44,8 +45,8 @@ def model() -> Model:
     )
 
 
-def _grammar(*choices: str) -> Grammar:
-    return Grammar(choice_kbnf(*choices))
+def _grammar(*choices: str) -> KBNF:
+    return KBNF(choice_kbnf(*choices))
 
 
 def test_output_is_always_one_of_the_choices(model: Model) -> None:
@@ -95,7 +96,7 @@ def _jump_once(m: Model, choices: list[str], prefix: bytes = b"", pending: str =
     compiled = m.compile(_grammar(*choices))
     tokens = m._token_space()
     req = gen.RowRequest([1], compiled.grammar, 10)
-    dec = gen._Decoder(m.hf_model, tokens, [req], gen.SamplingParams(), 0, m.engine)
+    dec = gen._Decoder(m.hf_model, tokens, [req], SamplingParams(), 0, m.engine)
     row = dec.rows[0]
     assert row.matcher.accept_bytes(prefix) if prefix else True
     pending_ids = m.tokenizer.encode(pending, add_special_tokens=False) if pending else []
@@ -278,7 +279,7 @@ def test_schema_instruction_lists_fields_in_plain_words() -> None:
 
     from pydantic import BaseModel, Field
 
-    from structout.generation import resolve_schema
+    from structout.targets import resolve_schema
 
     class Inner(BaseModel):
         code: str = Field(pattern=r"^[A-Z]{2}$")
@@ -351,7 +352,7 @@ def test_a_repeated_tool_call_ends_the_turn_before_the_repeat(model: Model) -> N
     assert end_early is not None
     req = gen.RowRequest(model.tokenizer.encode("x", add_special_tokens=False), grammar, 200)
     req_guarded = gen.RowRequest(req.prompt_ids, grammar, 200, None, end_early)
-    params = gen.SamplingParams(ignore_eos=True)
+    params = SamplingParams(ignore_eos=True)
     tokens = model._token_space()
     for request, guarded in ((req, False), (req_guarded, True)):
         decoder = gen._Decoder(model.hf_model, tokens, [request], params, 0, model.engine)

@@ -34,8 +34,8 @@ from structout.errors import (
     TruncatedOutputError,
     UnsupportedSchemaError,
 )
-from structout.generation import Grammar
 from structout.model import Model
+from structout.targets import KBNF
 
 Short = Annotated[str, StringConstraints(max_length=6)]
 
@@ -168,7 +168,7 @@ def test_kbnf_grammar_returns_text(model: Model) -> None:
 
     text = "start ::= 'id-' #\"[0-9]{3}\" ( '!' | '?' ) ;"
     for seed in range(3):
-        out = model.generate("code", Grammar(text), temperature=1.0, seed=seed)
+        out = model.generate("code", KBNF(text), temperature=1.0, seed=seed)
         assert isinstance(out, str)
         assert compile_grammar(text).accepts(out.encode())
 
@@ -195,7 +195,7 @@ def test_truncated_output(model: Model) -> None:
 
 def test_unsupported_schema_and_bad_grammar(model: Model) -> None:
     with pytest.raises(GrammarError):
-        model.generate("x", Grammar("start ::= 'a' | ;;"))
+        model.generate("x", KBNF("start ::= 'a' | ;;"))
     with pytest.raises(UnsupportedSchemaError):
         # A regex with a look-ahead cannot be enforced exactly by a grammar.
         model.generate("x", {"type": "string", "pattern": "^(?=a)b$"})

@@ -20,9 +20,9 @@ from test_sdk_support import (
 
 import structout.model as model_mod
 from structout.cache import CompileCache
-from structout.generation import Grammar
 from structout.model import Model
 from structout.structured import current_model, structured, use_model
+from structout.targets import KBNF
 
 
 def _enum_only_translator(schema: dict[str, Any], **options: Any) -> str:
@@ -175,7 +175,7 @@ def test_methods_and_grammar_override(model: Model) -> None:
     class Bot:
         name = "Ada"
 
-        @structured(model=model, schema=Grammar(choice_kbnf("hi Ada", "bye Ada")))
+        @structured(model=model, schema=KBNF(choice_kbnf("hi Ada", "bye Ada")))
         def greet(self, mood: str) -> str:
             """You are {self.name}. Mood: {mood}"""
 

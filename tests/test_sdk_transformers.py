@@ -60,11 +60,11 @@ def test_batched_generate_outputs_validate(seed: int) -> None:
 
 @pytest.mark.slow
 def test_beam_search_and_reuse_after_reset() -> None:
-    from structout.generation import Grammar
     from structout.integrations.transformers import StructuredLogitsProcessor
+    from structout.targets import KBNF
 
     model, tok = tiny_llama(), llama3_tokenizer()
-    proc = StructuredLogitsProcessor(tok, Grammar("start ::= 'ab' | 'abc' | 'b' #\"[0-9]{2}\" ;"))
+    proc = StructuredLogitsProcessor(tok, KBNF("start ::= 'ab' | 'abc' | 'b' #\"[0-9]{2}\" ;"))
     for prompts in (["beam me"], ["again", "and again"]):
         inputs = _inputs(prompts)
         out = model.generate(

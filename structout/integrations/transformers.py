@@ -4,7 +4,7 @@
 
     from structout.integrations.transformers import StructuredLogitsProcessor
 
-    proc = StructuredLogitsProcessor(tokenizer, Person)          # type, JSON Schema or Grammar
+    proc = StructuredLogitsProcessor(tokenizer, Person)          # type, JSON Schema or KBNF
     out = hf_model.generate(**inputs, logits_processor=[proc], max_new_tokens=200)
     people = proc.parse(tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1]:],
                                                skip_special_tokens=True))
@@ -51,7 +51,7 @@ class StructuredLogitsProcessor(LogitsProcessor):
         engine: Engine | None = None,
     ) -> None:
         if schema_or_grammar is None:
-            raise ValueError("StructuredLogitsProcessor needs a schema or a structout.Grammar")
+            raise ValueError("StructuredLogitsProcessor needs a schema or a structout.KBNF grammar")
         self.target = resolve_schema(schema_or_grammar)
         self._cache = cache if cache is not None else get_default_cache()
         self.limits = limits if limits is not None else Limits()

@@ -14,7 +14,7 @@ def structured_outputs(schema: Any) -> dict[str, Any]:
     """vLLM's ``structured_outputs`` fields that constrain a request to ``schema``.
 
     ``schema``: a Pydantic model or any type ``pydantic.TypeAdapter`` accepts, a JSON Schema
-    dict, or a ``structout.Grammar`` (KBNF). The result serves as
+    dict, or a ``structout.KBNF`` grammar. The result serves as
     ``StructuredOutputsParams(**structured_outputs(T))`` offline and as
     ``extra_body={"structured_outputs": structured_outputs(T)}`` with the ``openai`` client.
     """
@@ -22,7 +22,9 @@ def structured_outputs(schema: Any) -> dict[str, Any]:
         return {"grammar": schema.text}
     target = resolve_schema(schema)
     if target.json_schema is None:
-        raise TypeError(f"cannot constrain a request to {schema!r}: pass a type, dict or Grammar")
+        raise TypeError(
+            f"cannot constrain a request to {schema!r}: pass a type, dict or structout.KBNF"
+        )
     return {"json": target.json_schema}
 
 
@@ -32,8 +34,8 @@ def parse_output(output: Any, schema: Any) -> Any:
 
     ``output``: a ``RequestOutput`` (its first completion), a ``CompletionOutput``, an OpenAI
     completion or chat-completion response or choice (object or JSON), or the text itself.
-    Returns the validated instance for a type, the JSON value for a JSON Schema, the text for a
-    Grammar; raises ``structout.SchemaValidationError`` when the text does not parse or validate
+    Returns the validated instance for a type, the JSON value for a JSON Schema, the text for
+    KBNF; raises ``structout.SchemaValidationError`` when the text does not parse or validate
     (e.g. the request hit ``max_tokens`` before the output was complete).
     """
     return resolve_schema(schema).parse(_text_of(output))
