@@ -40,7 +40,7 @@ from structout.partial import Partial
 from structout.partial_stream import PartialStream, Snapshot
 from structout.reasoning import Reasoned
 from structout.results import GenerationResult, Timings
-from structout.schema import to_kbnf
+from structout.schema import TranslatorOptions, to_kbnf
 from structout.structured import current_model, structured, use_model
 from structout.targets import KBNF
 from structout.tools import AssistantTurn, Tool, ToolCall, ToolFormat, tool
@@ -71,6 +71,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolFormat",
+    "TranslatorOptions",
     "TruncatedOutputError",
     "UnsupportedSchemaError",
     "Vocabulary",

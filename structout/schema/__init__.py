@@ -21,32 +21,22 @@ from ..errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from . import _compile as cp
 from . import _documents as docs
 from ._emit import Emitter, Layout
-from ._ir import MAX_WORK, Node, Unsupported
+from ._ir import Node, Unsupported
+from ._options import DEFAULT_MAX_SCHEMA_DEPTH, TranslatorOptions
 from ._pydantic import sound_schema_generator
 from ._recursion import MAX_RECURSION_DEPTH
 
 __all__ = [
     "SchemaApproximationWarning",
     "SchemaTranslation",
+    "TranslatorOptions",
     "canonical_schema_key",
     "json_schema_of",
     "to_kbnf",
     "translate",
 ]
 
-DEFAULT_MAX_WHITESPACE = 32
-DEFAULT_MAX_NESTING = 32
-DEFAULT_MAX_SCHEMA_DEPTH = 256
-DEFAULT_MAX_SUBSCHEMAS = 100_000
-DEFAULT_MAX_PATTERN_LENGTH = 16_384
-DEFAULT_MAX_SCHEMA_WORK = MAX_WORK
 RECURSION_LIMIT = 12_000
-_DEFAULT_WORK_LIMITS = (
-    DEFAULT_MAX_SCHEMA_DEPTH,
-    DEFAULT_MAX_SUBSCHEMAS,
-    DEFAULT_MAX_PATTERN_LENGTH,
-    DEFAULT_MAX_SCHEMA_WORK,
-)
 
 
 class SchemaApproximationWarning(UserWarning):
@@ -214,45 +204,11 @@ def _matches_safely(alg: Any, node: Node, value: Any) -> bool:
 
 
 def translate(
-    schema_or_type: Any,
-    *,
-    whitespace: str = "compact",
-    indent: int | None = None,
-    lenient: bool = False,
-    by_alias: bool = True,
-    max_whitespace: int = DEFAULT_MAX_WHITESPACE,
-    max_nesting: int = DEFAULT_MAX_NESTING,
-    registry: Mapping[str, Any] | None = None,
-    max_schema_depth: int = DEFAULT_MAX_SCHEMA_DEPTH,
-    max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
-    max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
-    max_schema_work: int = DEFAULT_MAX_SCHEMA_WORK,
-    max_number_length: int | None = None,
+    schema_or_type: Any, options: TranslatorOptions | None = None, **keywords: Any
 ) -> SchemaTranslation:
-    """Translate and return a :class:`SchemaTranslation` (see :func:`to_kbnf` for options)."""
-    if indent is not None and (not isinstance(indent, int) or indent < 0):
-        raise ValueError("indent must be a non-negative integer or None")
-    if not isinstance(max_whitespace, int) or max_whitespace < 1:
-        raise ValueError("max_whitespace must be a positive integer")
-    for name, value in (
-        ("max_schema_depth", max_schema_depth),
-        ("max_subschemas", max_subschemas),
-        ("max_pattern_length", max_pattern_length),
-        ("max_schema_work", max_schema_work),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if max_number_length is not None and (
-        not isinstance(max_number_length, int)
-        or isinstance(max_number_length, bool)
-        or max_number_length < 0
-    ):
-        raise ValueError(
-            f"max_number_length must be a non-negative integer or None, got {max_number_length!r}"
-        )
-    layout = Layout(whitespace, indent, max_whitespace)
-    schema, _from_python = json_schema_of(schema_or_type, by_alias=by_alias)
-    reg, base = docs.mapping_registry(schema, registry, max_subschemas)
+    """Translate and return a :class:`SchemaTranslation`; ``options`` or the same fields as
+    keywords (see :class:`TranslatorOptions` and :func:`to_kbnf`)."""
+    options = _options(options, keywords)
 
     def warn(message: str, keyword: str, pointer: str) -> None:
         warnings.warn(
@@ -262,13 +218,18 @@ def translate(
             stacklevel=4,
         )
 
+    o = options
+    layout = Layout(o.whitespace, o.indent, o.max_whitespace)
+    schema, _from_python = json_schema_of(schema_or_type, by_alias=o.by_alias)
+    reg, base = docs.mapping_registry(schema, o.registry, o.max_subschemas)
+
     compiler = cp.Compiler(
         reg,
-        lenient=lenient,
-        max_depth=max_schema_depth,
+        lenient=o.lenient,
+        max_depth=o.max_schema_depth,
         warn=warn,
-        max_pattern_length=max_pattern_length,
-        max_work=max_schema_work,
+        max_pattern_length=o.max_pattern_length,
+        max_work=o.max_schema_work,
     )
 
     def subset_warn(message: str, keyword: str, pointer: str) -> None:
@@ -282,7 +243,7 @@ def translate(
 
     def on_unsupported(message: str, keyword: str, node: Node | None) -> None:
         pointer = compiler.origin.get(node, "") if node is not None else ""
-        if not lenient:
+        if not o.lenient:
             raise UnsupportedSchemaError(message, keyword, pointer or "/")
         warn(message, keyword, pointer)
 
@@ -296,13 +257,13 @@ def translate(
         emitter = Emitter(
             compiler.alg,
             layout,
-            max_nesting,
+            o.max_nesting,
             on_unsupported,
             compiler.is_empty,
             on_subset=lambda m, k, n: subset_warn(m, k, compiler.origin.get(n, "") if n else ""),
-            max_schema_depth=max_schema_depth,
+            max_schema_depth=o.max_schema_depth,
             pointer_of=compiler.origin.get,
-            max_number_length=max_number_length or None,
+            max_number_length=o.max_number_length or None,
         )
         emitter.emit_start(root)
         text = emitter.render()
@@ -319,7 +280,7 @@ def translate(
         raise LimitExceededError(
             "schema, pattern or property name nested too deeply to translate (Python "
             f"recursion limit {RECURSION_LIMIT}) near {docs._short_pointer(where)}; hint: "
-            f"max_schema_depth is {max_schema_depth}; keep it at or below the default "
+            f"max_schema_depth is {o.max_schema_depth}; keep it at or below the default "
             f"({DEFAULT_MAX_SCHEMA_DEPTH}) and split deeply nested patterns"
         ) from None
     finally:
@@ -327,118 +288,56 @@ def translate(
     return SchemaTranslation(text, root, compiler, layout, schema)
 
 
-def to_kbnf(
-    schema_or_type: Any,
-    *,
-    whitespace: str = "compact",
-    indent: int | None = None,
-    lenient: bool = False,
-    by_alias: bool = True,
-    max_whitespace: int = DEFAULT_MAX_WHITESPACE,
-    max_nesting: int = DEFAULT_MAX_NESTING,
-    registry: Mapping[str, Any] | None = None,
-    max_schema_depth: int = DEFAULT_MAX_SCHEMA_DEPTH,
-    max_subschemas: int = DEFAULT_MAX_SUBSCHEMAS,
-    max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
-    max_schema_work: int = DEFAULT_MAX_SCHEMA_WORK,
-    max_number_length: int | None = None,
-) -> str:
+def to_kbnf(schema_or_type: Any, options: TranslatorOptions | None = None, **keywords: Any) -> str:
     """KBNF (start rule ``start``) accepting exactly the valid documents in the chosen layout.
 
     Args:
         schema_or_type: a JSON Schema (dict, bool or JSON text), or any Python type Pydantic
             can describe (models, dataclasses, TypedDict, ``list[int]``, ``Literal[...]``...).
-        whitespace: ``"compact"`` (``{"a": 1, "b": [1, 2]}``) or ``"flexible"`` (any JSON
-            whitespace, runs of at most ``max_whitespace`` characters).
-        indent: pretty-printed like ``json.dumps(value, indent=indent)`` (overrides
-            ``whitespace``); nesting is limited to ``max_nesting`` levels.
-        lenient: approximate unsupported keywords with a warning instead of raising.
-        by_alias: for Python types, use field aliases as property names.
-        registry: extra schema documents by URI, for ``$ref`` to other documents.
-        max_schema_depth, max_subschemas: bounds on the work (LimitExceededError beyond).
-        max_pattern_length: longest ``pattern`` / ``patternProperties`` regex, in characters
-            (LimitExceededError beyond; see docs/limits.md).
-        max_schema_work: steps of combining subschemas (``allOf``/``anyOf``/``oneOf``
-            intersections and unions) before the schema counts as too complex.
-        max_number_length: accept only numbers of at most this many characters (``None`` or 0:
-            any length). A sound subset meant for generation, where a small model may write
-            digits until its token budget runs out; :class:`structout.Limits` sets it by default.
+        options: a :class:`TranslatorOptions`; or its fields as keywords (``whitespace="flexible"``,
+            ``indent=2``, ``lenient=True``, ``max_schema_depth=64``, ...), not both.
 
     Raises:
         SchemaError: the schema is invalid (bad keyword values, unresolvable ``$ref``).
         UnsupportedSchemaError: a keyword cannot be enforced exactly (strict mode).
         LimitExceededError: the schema exceeds a size or complexity limit.
     """
-    if (
-        isinstance(schema_or_type, dict)
-        and whitespace == "compact"
-        and indent is None
-        and not lenient
-        and registry is None
-        and (max_whitespace, max_nesting) == (DEFAULT_MAX_WHITESPACE, DEFAULT_MAX_NESTING)
-        and (max_schema_depth, max_subschemas, max_pattern_length, max_schema_work)
-        == _DEFAULT_WORK_LIMITS
-        and (
-            max_number_length is None
-            or (type(max_number_length) is int and 0 <= max_number_length < 2**32)
-        )
-    ):
+    options = _options(options, keywords)
+    if isinstance(schema_or_type, dict) and options.common_shape_applies():
         # The common shape (typed properties, arrays, strings, numbers, small enums) is
         # translated by the engine, to the same text (see engine_rs/src/schema); None: any
         # other schema, translated here.
-        text = translate_common_schema(schema_or_type, max_number_length or None)
+        text = translate_common_schema(schema_or_type, options.max_number_length or None)
         if text is not None:
             return text
-    return translate(
-        schema_or_type,
-        whitespace=whitespace,
-        indent=indent,
-        lenient=lenient,
-        by_alias=by_alias,
-        max_whitespace=max_whitespace,
-        max_nesting=max_nesting,
-        registry=registry,
-        max_schema_depth=max_schema_depth,
-        max_subschemas=max_subschemas,
-        max_pattern_length=max_pattern_length,
-        max_schema_work=max_schema_work,
-        max_number_length=max_number_length,
-    ).kbnf
+    return translate(schema_or_type, options).kbnf
+
+
+def _options(options: TranslatorOptions | None, keywords: Mapping[str, Any]) -> TranslatorOptions:
+    if options is None:
+        return TranslatorOptions(**keywords)
+    if keywords:
+        raise TypeError("pass translator options as a TranslatorOptions or as keywords, not both")
+    return options
 
 
 def canonical_schema_key(schema_or_type: Any, **options: Any) -> str:
     """A stable hash of the schema's JSON (keys in their order, which the translation follows),
-    the options and the structout version."""
+    the options (:class:`TranslatorOptions` fields; defaults filled in) and the structout
+    version."""
     import structout
 
     by_alias = options.get("by_alias", True)
     schema, _ = json_schema_of(schema_or_type, by_alias=by_alias)
-    opts = {**_KEY_DEFAULTS, **options}
     payload = canonical_json(
         {
             "schema": schema,
-            "options": opts,
+            "options": TranslatorOptions(**options).key_fields(),
             "version": getattr(structout, "__version__", "0"),
             "translator": _TRANSLATOR_REVISION,
         }
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-#: The options of :func:`canonical_schema_key` that are not given: their defaults.
-_KEY_DEFAULTS: dict[str, Any] = {
-    "whitespace": "compact",
-    "indent": None,
-    "lenient": False,
-    "by_alias": True,
-    "max_whitespace": DEFAULT_MAX_WHITESPACE,
-    "max_nesting": DEFAULT_MAX_NESTING,
-    "max_schema_depth": DEFAULT_MAX_SCHEMA_DEPTH,
-    "max_subschemas": DEFAULT_MAX_SUBSCHEMAS,
-    "max_pattern_length": DEFAULT_MAX_PATTERN_LENGTH,
-    "max_number_length": None,
-    "max_schema_work": DEFAULT_MAX_SCHEMA_WORK,
-}
 
 
 def _json_key(k: Any) -> str:
