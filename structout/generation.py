@@ -1,6 +1,6 @@
 """The constrained decode loop: masks, sampling and jump-forward over one KV cache.
 
-The loop keeps one KV cache for the whole generation (:mod:`structout.lm_session`): after the
+The loop keeps one KV cache for the whole generation (:mod:`structout.kv_session`): after the
 prompt is prefilled, each step feeds only the new tokens. Before sampling, the matcher fills a
 token bitmask (bit ``i`` set ⇔ token ``i`` may come next; EOS exactly when the grammar can
 finish) that is applied to the logits in place.
@@ -19,7 +19,7 @@ add a prefix space) the step simply samples instead.
 Heavy dependencies (torch) are imported lazily; this module imports without them.
 
 The pieces the loop uses live in their own modules: :mod:`structout.tokens` (token bytes and
-extensions), :mod:`structout.lm_session` (the model and its KV cache), :mod:`structout.sampling`,
+extensions), :mod:`structout.kv_session` (the model and its KV cache), :mod:`structout.sampling`,
 :mod:`structout.bitmask`, :mod:`structout.results` (outcomes → typed values) and
 :mod:`structout.engine` (the masks).
 """
@@ -39,7 +39,7 @@ from structout.bitmask import apply_token_bitmask_
 from structout.choices import ChoiceScorer
 from structout.errors import StructoutError
 from structout.json_track import JsonTrack
-from structout.lm_session import KVSession
+from structout.kv_session import KVSession
 from structout.loop_guard import LoopGuard, RowGuard, token_closers
 from structout.results import RowOutcome, RunStats
 from structout.sampling import SamplingParams, sample

@@ -1,7 +1,7 @@
 """The translator spells its JSON lexemes as the engine's prebuilt patterns.
 
 The engine builds the automata of ``PREBUILT_PATTERNS`` once per process and reuses them for every
-grammar that spells a terminal exactly so (engine_rs/src/dfa/constants.rs). Recognition is by
+grammar that spells a terminal exactly so (engine_rs/src/dfa/prebuilt.rs). Recognition is by
 text, so a change to how the translator writes a number, an integer or a string body would
 silently bring back a per-grammar build: these tests fail instead.
 """

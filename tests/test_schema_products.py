@@ -13,7 +13,7 @@ from structout._engine import minimal_partition_of
 from structout.schema import _automata as am
 from structout.schema import _charset as cs
 from structout.schema import _regex as rx
-from structout.schema import _strlang as sl
+from structout.schema import _string_formulas as sl
 
 
 def strings(alphabet: str, max_len: int) -> list[str]:

@@ -138,7 +138,7 @@ def test_shortest_string_length_against_enumeration() -> None:
     # length that is too small (an empty branch counted, a repetition misread) would let an empty
     # language through. Compared with the strings of finite nodes, and known infinite ones.
     from structout.schema import _regex as rx
-    from structout.schema._strlang import _shortest
+    from structout.schema._string_formulas import _shortest
 
     a, b = rx.lit("a"), rx.lit("bc")
     finite = [

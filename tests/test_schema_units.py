@@ -19,10 +19,10 @@ import pytest
 
 from structout.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from structout.schema import _automata as am
+from structout.schema import _json_text as tr
 from structout.schema import _numbers as nm
 from structout.schema import _regex as rx
-from structout.schema import _strlang as sl
-from structout.schema import _textre as tr
+from structout.schema import _string_formulas as sl
 from structout.schema import canonical_schema_key, to_kbnf, translate
 
 PLAIN_OR_EXP = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")

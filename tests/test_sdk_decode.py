@@ -25,7 +25,7 @@ from test_sdk_support import (
 import structout.generation as gen
 from structout.cache import CompileCache
 from structout.errors import TruncatedOutputError
-from structout.lm_session import KVSession
+from structout.kv_session import KVSession
 from structout.model import Model
 from structout.sampling import SamplingParams
 from structout.targets import KBNF

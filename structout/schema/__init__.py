@@ -21,10 +21,9 @@ from ..errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from . import _compile as cp
 from . import _documents as docs
 from ._emit import Emitter, Layout
-from ._ir import Node, Unsupported
+from ._ir import MAX_RECURSION_DEPTH, Node, Unsupported
 from ._options import DEFAULT_MAX_SCHEMA_DEPTH, TranslatorOptions
 from ._pydantic import sound_schema_generator
-from ._recursion import MAX_RECURSION_DEPTH
 
 __all__ = [
     "SchemaApproximationWarning",

@@ -22,7 +22,7 @@ from . import _formats as fmt
 from . import _ir
 from . import _numbers as nm
 from . import _regex as rx
-from . import _strlang as sl
+from . import _string_formulas as sl
 from ._documents import (
     _TYPE_ALIASES,
     _TYPE_NAMES,

@@ -1,8 +1,8 @@
 """``format`` values as exact regular languages (or documented exact subsets).
 
-Each known format maps to a string formula (see :mod:`._strlang`). Where the full format is not
-regular or needs tables we do not carry, the language is a *subset* of the valid strings (never a
-superset), documented per format in ``FORMAT_NOTES``:
+Each known format maps to a string formula (see :mod:`._string_formulas`). Where the full format
+is not regular or needs tables we do not carry, the language is a *subset* of the valid strings
+(never a superset), documented per format in ``FORMAT_NOTES``:
 
 * ``hostname``: RFC 1123 labels (letters, digits, inner hyphens, at most 63 characters, no
   ``--`` in the 3rd and 4th positions, so no Punycode ``xn--`` labels) and at most 253
@@ -24,10 +24,10 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+from . import _json_text as tr
 from . import _regex as rx
-from . import _strlang as sl
-from . import _textre as tr
-from ._recursion import MAX_RECURSION_DEPTH
+from . import _string_formulas as sl
+from ._ir import MAX_RECURSION_DEPTH
 
 FORMAT_NOTES: dict[str, str] = {
     "date": "RFC 3339 full-date with month lengths and leap years",

@@ -8,7 +8,7 @@ A node denotes a set of JSON values. Kinds and arguments:
   locations, and synthetic keys ``("and", a, b)`` / ``("not", a)`` that keep operations on
   recursive schemas finite),
 * ``null ()``, ``bool (allow_true, allow_false)``, ``num (formula,)`` (see :mod:`._numbers`),
-  ``str (formula,)`` (see :mod:`._strlang`),
+  ``str (formula,)`` (see :mod:`._string_formulas`),
 * ``arr (prefix, rest, min, max, contains, unique, ev)``: ``prefix`` item nodes by position,
   ``rest`` for later positions, length bounds, ``contains`` as ``(node, min, max, start)``
   (at least/at most that many items at positions >= start match node), ``unique`` items, and
@@ -35,9 +35,16 @@ from typing import Any, Callable
 
 from ..errors import LimitExceededError
 from . import _numbers as nm
-from . import _strlang as sl
-from ._recursion import MAX_RECURSION_DEPTH
+from . import _string_formulas as sl
 
+#: How deep the translator's recursive walks of *values* and *pattern text* may go. Schemas are
+#: bounded by ``max_schema_depth`` (checked before translation); values checked against the IR
+#: (``Algebra.matches``), values re-ordered for the grammar's layout (``Translation.dumps``) and
+#: ``format: regex`` pattern text are walked recursively, a few Python frames per level. This
+#: bound keeps them well inside Python's default recursion limit (1,000 frames). Deeper input is
+#: not an error of the schema: the check answers "unsupported" (``matches``), leaves the value as
+#: it is (``dumps``) or refuses the pattern (``regex_format_ok``).
+MAX_RECURSION_DEPTH = 200
 TYPE_KINDS = ("null", "bool", "num", "str", "arr", "obj")
 #: Kinds of the nodes that are neither ``any``, ``never`` nor a union.
 _ATOM_KINDS = frozenset([*TYPE_KINDS, "ref"])

@@ -14,20 +14,20 @@ use regex_syntax::hir::{Hir, HirKind, Repetition};
 use rustc_hash::FxHashMap;
 
 use super::{
-    constants, explore, product_classes, repeat, subset, utf8, CombineBudget, Dfa, DfaError, Part,
-    UNROLL_MIN,
+    determinize, explore, prebuilt, product_classes, repeat, utf8, CombineBudget, Dfa, DfaError,
+    Part, UNROLL_MIN,
 };
 
 impl Dfa {
     /// Compiles a regex (Rust `regex` syntax) matched in full against the input.
     pub fn from_regex(pattern: &str, size_limit: usize) -> Result<Dfa, DfaError> {
-        if let Some(dfa) = constants::known(pattern, size_limit) {
+        if let Some(dfa) = prebuilt::known(pattern, size_limit) {
             return Ok(dfa);
         }
         Dfa::build_regex(pattern, size_limit)
     }
 
-    /// [`Dfa::from_regex`] without the [`constants`] table.
+    /// [`Dfa::from_regex`] without the [`prebuilt`] table.
     pub(super) fn build_regex(pattern: &str, size_limit: usize) -> Result<Dfa, DfaError> {
         let hir = parse(pattern, size_limit)?;
         if let Some(dfa) = Dfa::from_bounded_repetition(&hir, size_limit) {
@@ -56,10 +56,10 @@ impl Dfa {
     }
 
     /// Determinizes a (simplified) HIR: its Thompson NFA by our subset construction (see
-    /// [`subset`]), or, with look-around, by `regex-automata`, whose table is then copied.
+    /// [`determinize`]), or, with look-around, by `regex-automata`, whose table is then copied.
     pub(super) fn from_hir(hir: &Hir, size_limit: usize) -> Result<Dfa, DfaError> {
         let nfa = build_nfa(hir, size_limit)?;
-        if let Some(dfa) = subset::determinize(&nfa, size_limit) {
+        if let Some(dfa) = determinize::determinize(&nfa, size_limit) {
             return dfa;
         }
         Dfa::from_dense(&build_dense(&nfa, size_limit)?, size_limit)

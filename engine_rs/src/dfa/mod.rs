@@ -15,29 +15,30 @@
 //!   it, so a decoded automaton need not be minimal;
 //! * transitions are `trans[s * stride + classes[byte]]`, one contiguous buffer.
 //!
-//! A length-counted automaton (`len!` / `json_len!` too large to tabulate, see [`counted`]) keeps
-//! the same interface and invariants with states that are (base state, count) pairs.
+//! A length-counted automaton (`len!` / `json_len!` too large to tabulate, see
+//! [`length_counter`]) keeps the same interface and invariants with states that are (base state,
+//! count) pairs.
 //!
 //! Layout: this module holds the [`Dfa`] type, its invariants and its accessors; [`build`] makes
 //! automata from regex text (plain patterns parsed by [`syntax`]), [`combine`] concatenates and
-//! unites them, [`count`] and [`counted`] bound their strings' lengths, [`repeat`] unrolls
-//! bounded repetitions, [`table`] turns any of these into the flat table (pruning to co-reachable
+//! unites them, [`length_bound`] and [`length_counter`] bound their strings' lengths, [`repeat`]
+//! unrolls bounded repetitions, [`table`] turns any of these into the flat table (pruning to co-reachable
 //! states, then [`minimize`]), [`regular`] flattens right-linear rules, [`words`] builds JSON
-//! strings that avoid a set of words (object keys other than the named ones), [`constants`] keeps
+//! strings that avoid a set of words (object keys other than the named ones), [`prebuilt`] keeps
 //! the automata of the translator's JSON lexemes (built once per process), [`persist`] encodes
 //! automata for the disk cache; [`chars`] and [`utf8`] are small character automata.
 
 mod build;
 mod chars;
 mod combine;
-mod constants;
-mod count;
-mod counted;
+mod determinize;
+mod length_bound;
+mod length_counter;
 mod minimize;
 mod persist;
+mod prebuilt;
 mod regular;
 mod repeat;
-mod subset;
 mod syntax;
 mod table;
 pub(crate) mod utf8;
@@ -50,14 +51,14 @@ mod tests;
 
 pub use build::{escape_bytes, PATTERN_BYTES_PER_LIMIT};
 pub use combine::{CombineBudget, Part};
-pub use constants::PREBUILT_PATTERNS;
 #[cfg(test)]
-pub(crate) use count::test_form;
-pub use count::CharCount;
+pub(crate) use length_bound::test_form;
+pub use length_bound::CharCount;
 #[cfg(test)]
-pub(crate) use count::CountForm;
+pub(crate) use length_bound::CountForm;
 #[cfg(feature = "python")]
 pub use minimize::minimal_partition;
+pub use prebuilt::PREBUILT_PATTERNS;
 pub use regular::RightLinear;
 
 use combine::part_classes;
@@ -130,7 +131,7 @@ pub struct Dfa {
     start: u32,
     /// `Some` for a length-counted automaton: the table above is then its base automaton, and
     /// `live_bytes` / `min_to_accept` are empty (answered by the counter).
-    counter: Option<Box<counted::Counter>>,
+    counter: Option<Box<length_counter::Counter>>,
 }
 
 /// Why a DFA could not be built.

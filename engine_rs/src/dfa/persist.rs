@@ -3,7 +3,7 @@
 //! are states, per-state vectors of the right length, the start a state id. A decoded automaton
 //! therefore never indexes out of bounds, exactly like a constructed one.
 
-use super::counted::Counter;
+use super::length_counter::Counter;
 use super::{ByteSet, Dfa};
 use crate::persist::{ensure, DecodeError, Reader, Writer};
 

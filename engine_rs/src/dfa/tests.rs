@@ -234,7 +234,7 @@ fn subset_construction_equals_regex_automata() {
     for p in &patterns {
         let hir = build::parse(p, LIMIT).unwrap();
         let nfa = build::build_nfa(&hir, LIMIT).unwrap();
-        let ours = subset::determinize(&nfa, LIMIT)
+        let ours = determinize::determinize(&nfa, LIMIT)
             .expect("no look-around")
             .unwrap();
         let theirs = Dfa::from_dense(&build::build_dense(&nfa, LIMIT).unwrap(), LIMIT).unwrap();
@@ -249,7 +249,7 @@ fn subset_construction_equals_regex_automata() {
     }
     // Look-around is left to `regex-automata`.
     let nfa = build::build_nfa(&build::parse(r"a(?-u:\b)", LIMIT).unwrap(), LIMIT).unwrap();
-    assert!(subset::determinize(&nfa, LIMIT).is_none());
+    assert!(determinize::determinize(&nfa, LIMIT).is_none());
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::subset::{Node, NodeId, Nodes, MAX_MEMBERS};
+use super::common_shape::{Node, NodeId, Nodes, MAX_MEMBERS};
 
 /// Objects with more named members than this use [`Emitter::object_tree`] (the Python
 /// translator's `TREE_MIN_MEMBERS`).

@@ -1,6 +1,6 @@
 //! String enums → one regex terminal, printed as the Python translator prints it: the words'
 //! alternation with one-character words merged into a class in front, common prefixes factored
-//! out (`_textre.factor`), the JSON quotes around it.
+//! out (`_json_text.factor`), the JSON quotes around it.
 //!
 //! Only words JSON spells one way (printable ASCII but `"`, `\` and `/`) take this path, so a
 //! word's regex is its characters; the others decline.
@@ -80,7 +80,7 @@ fn alt(items: Vec<Re>) -> Re {
     }
 }
 
-/// `_textre.factor`: common prefixes of the alternatives factored out.
+/// `_json_text.factor`: common prefixes of the alternatives factored out.
 fn factor(node: Re) -> Re {
     match node {
         Re::Alt(items) => factor_seqs(
@@ -126,7 +126,7 @@ fn factor_seqs(seqs: Vec<Vec<Re>>) -> Re {
     alt(branches)
 }
 
-/// `_textre._cp`: one character as printed.
+/// `_json_text._cp`: one character as printed.
 fn char_text(c: u8, in_class: bool, out: &mut String) {
     const META: &[u8] = b"\\.+*?()|[]{}^$#&-~";
     if META.contains(&c) || (in_class && b"[]^-&~".contains(&c)) {
@@ -135,7 +135,7 @@ fn char_text(c: u8, in_class: bool, out: &mut String) {
     out.push(c as char);
 }
 
-/// `_textre._set_text` for a set of printable ASCII characters (never printed negated: its
+/// `_json_text._set_text` for a set of printable ASCII characters (never printed negated: its
 /// complement has more ranges).
 fn set_text(cs: &[u8], out: &mut String) {
     if let [c] = cs {
@@ -169,7 +169,7 @@ enum Kind {
     Rep,
 }
 
-/// `_textre._plain_walk`: the kind, the text, the states and the nesting depth.
+/// `_json_text._plain_walk`: the kind, the text, the states and the nesting depth.
 fn print(n: &Re) -> (Kind, String, usize, usize) {
     match n {
         Re::Set(cs) => {

@@ -5,7 +5,7 @@
 //! Python costs about half of a new schema's compile; here it costs a few microseconds.
 //!
 //! Invariants:
-//! - [`translate`] returns `Some(text)` only for a schema in the subset (`subset.rs`), and
+//! - [`translate`] returns `Some(text)` only for a schema in the subset (`common_shape.rs`), and
 //!   then `text` is byte for byte what the Python translator (`structout.schema.to_kbnf`, compact
 //!   layout, default limits) prints for it, so every exactness guarantee of that translator
 //!   carries over. The Python translator is the reference: `tests/test_schema_fast_path.py`
@@ -18,17 +18,17 @@
 mod emit;
 
 pub use emit::FIXED_NAMES;
+mod common_shape;
 mod enums;
 mod numbers;
-mod subset;
 
-pub use subset::{Json, ASSERTING};
+pub use common_shape::{Json, ASSERTING};
 
 /// The KBNF of `schema` (see the module invariants), with numbers limited to
 /// `max_number_length` characters when given (the Python translator's option of that name);
 /// `None` when the schema is outside the subset.
 pub fn translate(schema: &Json, max_number_length: Option<u32>) -> Option<String> {
-    let nodes = subset::Nodes::of(schema)?;
+    let nodes = common_shape::Nodes::of(schema)?;
     emit::Emitter::new(&nodes, max_number_length).run()
 }
 

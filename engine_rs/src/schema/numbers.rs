@@ -2,7 +2,7 @@
 //!
 //! A port of the parts of `structout/schema/_numbers.py` (`interval_regex` for integers written
 //! as integer literals, `int_range`, `_same_len_range`), `_regex.py` (the simplifying
-//! constructors `cat`, `alt`, `rep`) and `_textre.py` (`to_rust`) that an integer with
+//! constructors `cat`, `alt`, `rep`) and `_json_text.py` (`to_rust`) that an integer with
 //! integer-valued bounds goes through, step for step, so that the printed regex is byte for byte
 //! the Python translator's (`tests/test_schema_fast_path.py` compares the two on random bounds).
 //! Also the translator's size estimate (`regex_rules.metrics`): a regex over its budgets is
@@ -417,7 +417,7 @@ fn metrics(n: &Rx) -> (u64, u64) {
     }
 }
 
-/// `_textre.to_rust`.
+/// `_json_text.to_rust`.
 fn print(n: &Rx, out: &mut String) {
     match n {
         Rx::Eps => out.push_str("(?:)"),
@@ -469,7 +469,7 @@ fn quant(lo: u64, hi: Option<u64>) -> String {
 
 const MAX_CP: u32 = 0x10_FFFF;
 
-/// `_textre._set_text`.
+/// `_json_text._set_text`.
 fn set_text(s: &[(u32, u32)], out: &mut String) {
     if s.len() == 1 && s[0].0 == s[0].1 {
         out.push_str(&cp_text(s[0].0, false));
@@ -507,7 +507,7 @@ fn set_text(s: &[(u32, u32)], out: &mut String) {
     out.push(']');
 }
 
-/// `_textre._cp`.
+/// `_json_text._cp`.
 fn cp_text(cp: u32, in_class: bool) -> String {
     match cp {
         0x22 => "\\x22".to_owned(),

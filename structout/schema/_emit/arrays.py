@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _strlang as sl
+from .. import _string_formulas as sl
 from .._ir import Node, Unsupported
 from .base import EmitterBase
 from .layout import kbnf_literal

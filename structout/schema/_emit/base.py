@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import _regex as rx
-from .. import _strlang as sl
+from .. import _string_formulas as sl
 from .._ir import Algebra, Node
 from .layout import Layout
 from .regex_rules import RegexRules

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .. import _automata as am
+from .. import _json_text as tr
 from .. import _numbers as nm
 from .. import _regex as rx
-from .. import _textre as tr
 from .._ir import Node
 from .base import EmitterBase
 from .regex_rules import fits

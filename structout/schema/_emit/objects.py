@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _automata as am
-from .. import _strlang as sl
+from .. import _string_formulas as sl
 from .._ir import Node, Unsupported
 from .arrays import MAX_ARRAY_STATES
 from .rules import Alt, Sym, rep

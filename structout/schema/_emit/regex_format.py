@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from .. import _charset as cs
 from .. import _formats as fm
+from .. import _json_text as tr
 from .. import _numbers as nm
 from .. import _regex as rx
-from .. import _textre as tr
 from .base import EmitterBase
 from .layout import kbnf_literal
 from .rules import Alt, Sym, rep

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from .. import _automata as am
 from .. import _charset as cs
+from .. import _json_text as tr
 from .. import _regex as rx
-from .. import _textre as tr
 from .layout import kbnf_literal
 from .rules import Alt, RuleSet, Sym, rep
 
@@ -113,7 +113,7 @@ class RegexRules(RuleSet):
 
 _METRICS_CACHE: dict[int, tuple[rx.Node, int, int]] = {}
 
-#: Metrics of the process-wide constant regexes (:func:`_textre.print_once`: the generic number,
+#: Metrics of the process-wide constant regexes (:func:`_json_text.print_once`: the generic number,
 #: format strings), by identity, measured at their first use; the node is kept, so its id stays
 #: its own.
 _CONSTANT_METRICS: dict[int, tuple[rx.Node, int, int]] = {}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from .. import _automata as am
+from .. import _json_text as tr
 from .. import _regex as rx
-from .. import _strlang as sl
-from .. import _textre as tr
+from .. import _string_formulas as sl
 from .._ir import Node
 from .layout import kbnf_literal
 from .regex_format import RegexFormatRules

@@ -1,14 +1,14 @@
 //! Length-bounded automata: the strings of an automaton with a number of characters in a range
 //! (`len!` / `json_len!`), tabulated or counted.
 
-use super::{chars, counted, explore, product_classes, Dfa, DfaError, DEAD};
+use super::{chars, explore, length_counter, product_classes, Dfa, DfaError, DEAD};
 
 impl Dfa {
     /// The strings of `e` with between `min` and `max` characters, counted as `count` says.
     ///
     /// Tabulated as the product of `e`, a small character-boundary automaton ([`chars`]) and a
     /// counter `0..=max` when that fits in [`table_bytes`]`(size_limit)`; otherwise a
-    /// length-counted automaton ([`counted`]) whose size does not grow with `max`.
+    /// length-counted automaton ([`length_counter`]) whose size does not grow with `max`.
     pub fn count_chars(
         e: &Dfa,
         count: CharCount,
@@ -37,10 +37,12 @@ impl Dfa {
         }
         match form {
             CountForm::Table => Self::count_chars_table(e, count, min, max, size_limit),
-            CountForm::Counted => counted::build(e, count, min, max, size_limit),
+            CountForm::Counted => length_counter::build(e, count, min, max, size_limit),
             CountForm::Auto => {
                 match Self::count_chars_table(e, count, min, max, table_bytes(size_limit)) {
-                    Err(DfaError::TooBig { .. }) => counted::build(e, count, min, max, size_limit),
+                    Err(DfaError::TooBig { .. }) => {
+                        length_counter::build(e, count, min, max, size_limit)
+                    }
                     other => other,
                 }
             }
