@@ -592,9 +592,8 @@ def decode(
     engine: Engine,
 ) -> Generator[tuple[int, bytes], None, tuple[list[RowOutcome], RunStats]]:
     """Run the decode loop; yields ``(row, appended bytes)`` and returns outcomes and stats."""
-    dec = _Decoder(hf_model, tokens, requests, params, pad_token_id, engine)
-    outcomes = yield from dec.run()
-    return outcomes, dec.stats
+    run, _ = decode_with_matchers(hf_model, tokens, requests, params, pad_token_id, engine)
+    return run
 
 
 def decode_with_matchers(

@@ -10,9 +10,10 @@ Work is bounded: :class:`AutomatonTooLarge` is raised when a construction exceed
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from heapq import heapify, heappop, heappush
 from itertools import chain, repeat
+from typing import Generic, TypeVar
 
 from structout._engine import minimal_partition_of
 
@@ -21,6 +22,7 @@ from . import _regex as rx
 
 MAX_NFA_STATES = 60_000
 MAX_DFA_STATES = 30_000
+K = TypeVar("K", bound=Hashable)
 MAX_ELIMINATION_STATES = 400
 
 
@@ -103,10 +105,50 @@ class Alphabet:
         return cls(make_atoms(sets))
 
 
+class _Numbering(Generic[K]):
+    """Ids of a construction's states in discovery order (``order[id]`` is the state), at most
+    ``limit`` of them. Callers look up ``index`` inline (the hot path) and :meth:`add` a miss."""
+
+    __slots__ = ("index", "limit", "message", "order")
+
+    def __init__(self, limit: int, message: str) -> None:
+        self.index: dict[K, int] = {}
+        self.order: list[K] = []
+        self.limit = limit
+        self.message = message
+
+    def add(self, key: K) -> int:
+        """Number a new state; ``AutomatonTooLarge`` past the limit."""
+        if len(self.order) >= self.limit:
+            raise AutomatonTooLarge(self.message)
+        j = self.index[key] = len(self.order)
+        self.order.append(key)
+        return j
+
+
+def _dfa_states(start: K) -> _Numbering[K]:
+    """A numbering under the DFA state budget, holding ``start`` as state 0."""
+    states: _Numbering[K] = _Numbering(MAX_DFA_STATES, "DFA state budget exceeded")
+    states.add(start)
+    return states
+
+
 class _NFA:
     def __init__(self) -> None:
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[int, int]]] = []
+
+    def closure(self, states: Iterable[int]) -> frozenset[int]:
+        """The states ``states`` reach by ε-moves (``states`` included)."""
+        stack = list(states)
+        seen = set(stack)
+        while stack:
+            q = stack.pop()
+            for r in self.eps[q]:
+                if r not in seen:
+                    seen.add(r)
+                    stack.append(r)
+        return frozenset(seen)
 
     def new(self) -> int:
         if len(self.eps) >= MAX_NFA_STATES:
@@ -190,21 +232,10 @@ class DFA:
         nfa = _NFA()
         s, e = nfa.build(node, alpha)
         natoms = len(alpha.atoms)
-
-        def closure(states: Iterable[int]) -> frozenset[int]:
-            stack = list(states)
-            seen = set(stack)
-            while stack:
-                q = stack.pop()
-                for r in nfa.eps[q]:
-                    if r not in seen:
-                        seen.add(r)
-                        stack.append(r)
-            return frozenset(seen)
-
+        closure = nfa.closure
         start = closure([s])
-        index: dict[frozenset[int], int] = {start: 0}
-        order = [start]
+        states = _dfa_states(start)
+        index, order = states.index, states.order
         trans: list[list[int]] = []
         accept: list[bool] = []
         i = 0
@@ -225,13 +256,7 @@ class DFA:
             for a in range(natoms):
                 nxt = closure(targets[a]) if targets[a] else frozenset()
                 j = index.get(nxt)
-                if j is None:
-                    if len(order) >= MAX_DFA_STATES:
-                        raise AutomatonTooLarge("DFA state budget exceeded")
-                    j = len(order)
-                    index[nxt] = j
-                    order.append(nxt)
-                row.append(j)
+                row.append(states.add(nxt) if j is None else j)
             trans.append(row)
         return cls(alpha, trans, accept, 0).minimize()
 
@@ -243,22 +268,16 @@ class DFA:
         """
         natoms = len(self.alpha.atoms)
         live = self.live_states()
-        index: dict[tuple[int, int], int] = {}
-        order: list[tuple[int, int]] = []
+        states: _Numbering[tuple[int, int]] = _Numbering(
+            max_states, "length-bounded automaton too large"
+        )
+        index, order = states.index, states.order
         trans: list[list[int]] = []
         accept: list[bool] = []
-        dead = -1
 
         def state(key: tuple[int, int]) -> int:
-            nonlocal dead
             j = index.get(key)
-            if j is None:
-                if len(order) >= max_states:
-                    raise AutomatonTooLarge("length-bounded automaton too large")
-                j = len(order)
-                index[key] = j
-                order.append(key)
-            return j
+            return states.add(key) if j is None else j
 
         state((self.start, 0))
         i = 0
@@ -282,8 +301,8 @@ class DFA:
     def product(self, other: DFA, op: str) -> DFA:
         assert self.alpha is other.alpha
         natoms = len(self.alpha.atoms)
-        index: dict[tuple[int, int], int] = {(self.start, other.start): 0}
-        order = [(self.start, other.start)]
+        states = _dfa_states((self.start, other.start))
+        index, order = states.index, states.order
         trans: list[list[int]] = []
         accept: list[bool] = []
         i = 0
@@ -296,13 +315,7 @@ class DFA:
             for a in range(natoms):
                 key = (self.trans[p][a], other.trans[q][a])
                 j = index.get(key)
-                if j is None:
-                    if len(order) >= MAX_DFA_STATES:
-                        raise AutomatonTooLarge("DFA state budget exceeded")
-                    j = len(order)
-                    index[key] = j
-                    order.append(key)
-                row.append(j)
+                row.append(states.add(key) if j is None else j)
             trans.append(row)
         return DFA(self.alpha, trans, accept, 0).minimize()
 
@@ -326,8 +339,8 @@ class DFA:
                 t = nxt
             ends.add(t)
         atoms = range(len(alpha.atoms))
-        index: dict[tuple[int, int], int] = {(self.start, 0): 0}
-        order = [(self.start, 0)]
+        states = _dfa_states((self.start, 0))
+        index, order = states.index, states.order
         trans: list[list[int]] = []
         accept: list[bool] = []
         i = 0
@@ -339,12 +352,7 @@ class DFA:
             children = map(trie[t].get, atoms, repeat(-1)) if t >= 0 else repeat(-1)
             for key in zip(map(self.trans[q].__getitem__, old_atom), children):
                 j = index.get(key)
-                if j is None:
-                    if len(order) >= MAX_DFA_STATES:
-                        raise AutomatonTooLarge("DFA state budget exceeded")
-                    j = index[key] = len(order)
-                    order.append(key)
-                row.append(j)
+                row.append(states.add(key) if j is None else j)
             trans.append(row)
         return DFA(alpha, trans, accept, 0).minimize()
 
@@ -550,7 +558,6 @@ def _universal_states(
     rev: dict[int, list[int]],
     end: int,
     natoms: int,
-    closure: Callable[[Iterable[int]], frozenset[int]],
 ) -> set[int]:
     """NFA states from which every string reaches ``end``: the greatest set U of states whose
     closure holds ``end`` and, for every atom, an edge into a state that reaches U by ε-moves.
@@ -576,7 +583,7 @@ def _universal_states(
     if cand is None:
         return set()
     full = (1 << natoms) - 1
-    closures = {q: closure([q]) for q in cand}
+    closures = {q: nfa.closure([q]) for q in cand}
     u = set(cand)
     while u:
         into_u = reaching(u, len(nfa.eps))
@@ -617,17 +624,7 @@ def combine(
         ends.append(e)
     natoms = len(alpha.atoms)
     cache: dict[frozenset[int], frozenset[int]] = {}
-
-    def closure(states: Iterable[int]) -> frozenset[int]:
-        stack = list(states)
-        seen = set(stack)
-        while stack:
-            q = stack.pop()
-            for r in nfa.eps[q]:
-                if r not in seen:
-                    seen.add(r)
-                    stack.append(r)
-        return frozenset(seen)
+    closure = nfa.closure
 
     # A leaf's state set that holds a universal state accepts every continuation: all such
     # sets are one state of the leaf (its canonical universal set), so `.*a.*|.*b.*` does not
@@ -638,7 +635,7 @@ def combine(
         for r in outs:
             rev.setdefault(r, []).append(q)
     for end in [] if stop_at_accept else ends:
-        found = _universal_states(nfa, rev, end, natoms, closure)
+        found = _universal_states(nfa, rev, end, natoms)
         if found:
             representative = closure([min(found)])
             for q in found:
@@ -687,8 +684,8 @@ def combine(
 
     step_cache: dict[frozenset[int], list[frozenset[int]]] = {}
     start = tuple(canonical(closure([s])) for s in starts)
-    index: dict[tuple[frozenset[int], ...], int] = {start: 0}
-    order = [start]
+    states = _dfa_states(start)
+    index, order = states.index, states.order
     trans: list[list[int]] = []
     accept: list[bool] = []
     i = 0
@@ -709,13 +706,7 @@ def combine(
         row = []
         for key in zip(*nexts):  # per atom, the tuple of the leaves' next state sets
             j = index.get(key)
-            if j is None:
-                if len(order) >= MAX_DFA_STATES:
-                    raise AutomatonTooLarge("DFA state budget exceeded")
-                j = len(order)
-                index[key] = j
-                order.append(key)
-            row.append(j)
+            row.append(states.add(key) if j is None else j)
         trans.append(row)
     if stop_at_accept:
         return False

@@ -337,7 +337,7 @@ def _plain_walk(n: rx.Node) -> tuple[str, str, int, int] | None:
         if kind in ("cat", "alt", "rep"):
             text = f"(?:{text})"
         k = n[3] if n[3] is not None else n[2] + 1
-        return t, text + _quant(n[2], n[3]), x_states * max(k, 1), x_depth + 1
+        return t, text + rx.quantifier(n[2], n[3]), x_states * max(k, 1), x_depth + 1
     return None
 
 
@@ -387,20 +387,6 @@ def _set_text(s: cs.Charset) -> str:
         else:
             parts.append(f"{_cp(lo, True)}-{_cp(hi, True)}")
     return "[" + ("^" if neg else "") + "".join(parts) + "]"
-
-
-def _quant(lo: int, hi: int | None) -> str:
-    if (lo, hi) == (0, None):
-        return "*"
-    if (lo, hi) == (1, None):
-        return "+"
-    if (lo, hi) == (0, 1):
-        return "?"
-    if hi is None:
-        return f"{{{lo},}}"
-    if lo == hi:
-        return f"{{{lo}}}"
-    return f"{{{lo},{hi}}}"
 
 
 #: The printed text of each interned one-character node of :data:`_SELF_SPELLED_ASCII` (what
@@ -463,7 +449,7 @@ def _print(node: rx.Node) -> str:
             text = pr(inner)
             if inner[0] in ("cat", "alt", "rep", "eps"):
                 text = f"(?:{text})"
-            res = text + _quant(n[2], n[3])
+            res = text + rx.quantifier(n[2], n[3])
         else:
             raise AssertionError(t)
         memo[id(n)] = (n, res)

@@ -861,7 +861,7 @@ def to_python(node: Node) -> str:
         inner = to_python(node[1])
         if node[1][0] in ("cat", "alt", "rep", "eps"):
             inner = f"(?:{inner})"
-        return inner + _quant(node[2], node[3])
+        return inner + quantifier(node[2], node[3])
     raise AssertionError(t)
 
 
@@ -869,7 +869,8 @@ def _py_group(node: Node) -> str:
     return f"(?:{to_python(node)})"
 
 
-def _quant(lo: int, hi: int | None) -> str:
+def quantifier(lo: int, hi: int | None) -> str:
+    """The regex quantifier for ``{lo,hi}`` (``hi`` None: unbounded), shortest spelling."""
     if (lo, hi) == (0, None):
         return "*"
     if (lo, hi) == (1, None):
