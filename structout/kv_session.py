@@ -48,6 +48,11 @@ class KVSession:
         # transformers 5 names the KV cache ``cache`` (``past_key_values`` is deprecated there);
         # older versions only know ``past_key_values``.
         self._cache_name = "cache" if "cache" in params else "past_key_values"
+        if self._cache_name == "past_key_values":
+            # transformers 4.x returns (and deprecates) legacy tuples unless given a Cache object.
+            from transformers import DynamicCache
+
+            self.cache = DynamicCache()
 
     def feed(self, chunks: Sequence[Sequence[int]]) -> np.ndarray:
         """Run one forward pass; return float32 logits ``[B, V]`` (numpy, host memory) at each

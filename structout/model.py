@@ -955,7 +955,12 @@ def default_gguf_path() -> Path:
 
 
 def converted_checkpoint_dir(gguf: Path) -> Path:
-    """Where the de-quantized checkpoint of ``gguf`` is cached (keyed by the file's content)."""
+    """Where the de-quantized checkpoint of ``gguf`` is cached: keyed by the file's content and
+    transformers' major version (a checkpoint written by transformers 5 spells its rope settings
+    and chat template in files transformers 4 does not read)."""
+    import transformers
+
+    major = str(transformers.__version__).split(".", 1)[0]
     h = hashlib.sha256()
     size = gguf.stat().st_size
     h.update(str(size).encode())
@@ -964,7 +969,7 @@ def converted_checkpoint_dir(gguf: Path) -> Path:
         if size > 2 << 20:
             fh.seek(size - (1 << 20))
             h.update(fh.read(1 << 20))
-    return default_cache_dir() / "models" / f"{gguf.stem}-{h.hexdigest()[:16]}"
+    return default_cache_dir() / "models" / f"{gguf.stem}-{h.hexdigest()[:16]}-tf{major}"
 
 
 _COMPLETE_MARKER = ".structout-complete"
@@ -981,6 +986,19 @@ def _progress_bars_hidden() -> Iterator[None]:
     finally:
         if shown:
             hf_logging.enable_progress_bar()
+
+
+def _tie_output_if_absent(model: Any, gguf: Path) -> None:
+    """A GGUF without ``output.weight`` shares the token embeddings as its output layer. Some
+    transformers versions (4.45) load such a file with an untied, randomly initialized output
+    layer; tie it, as llama.cpp and transformers 5 do."""
+    from gguf import GGUFReader
+
+    if any(t.name == "output.weight" for t in GGUFReader(str(gguf)).tensors):
+        return
+    if not model.config.tie_word_embeddings:
+        model.config.tie_word_embeddings = True
+        model.tie_weights()
 
 
 def _load_gguf_cached(gguf: Path, dtype: Any, kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -1008,6 +1026,7 @@ def _load_gguf_cached(gguf: Path, dtype: Any, kwargs: dict[str, Any]) -> tuple[A
     model: Any = AutoModelForCausalLM.from_pretrained(
         str(gguf.parent), gguf_file=gguf.name, **_dtype_kw(torch.float32), **kwargs
     )
+    _tie_output_if_absent(model, gguf)
     # A GGUF-loaded model is flagged as quantized; its weights are already de-quantized, and
     # save_pretrained refuses to write it until the flags are cleared.
     model.hf_quantizer = None

@@ -27,7 +27,10 @@ def _inputs(prompts: list[str]) -> Any:
     tok = llama3_tokenizer()
     tok.pad_token = tok.eos_token
     tok.padding_side = "left"
-    return tok(prompts, return_tensors="pt", padding=True)
+    enc = tok(prompts, return_tensors="pt", padding=True)
+    # Only what a causal LM takes (some tokenizer versions add token_type_ids, which
+    # transformers 4.x's generate refuses).
+    return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
 
 def _outputs(out: Any, inputs: Any) -> list[str]:
