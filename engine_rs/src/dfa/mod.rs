@@ -58,7 +58,7 @@ pub use length_bound::CharCount;
 pub(crate) use length_bound::CountForm;
 #[cfg(feature = "python")]
 pub use minimize::minimal_partition;
-pub use prebuilt::PREBUILT_PATTERNS;
+pub use prebuilt::{JSON_CHAR, JSON_INTEGER, JSON_NUMBER, PREBUILT_PATTERNS};
 pub use regular::RightLinear;
 
 use combine::part_classes;

@@ -24,12 +24,21 @@ macro_rules! json_char {
     };
 }
 
+/// One character of a JSON string ([`json_char`]), as the translator writes it.
+pub const JSON_CHAR: &str = json_char!();
+
+/// Any JSON number, as the translator writes it.
+pub const JSON_NUMBER: &str = r"\-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[Ee][\+\-]?[0-9]+)?";
+
+/// Any JSON integer, as the translator writes it.
+pub const JSON_INTEGER: &str = r"\-?(?:0|[1-9][0-9]*)";
+
 /// The patterns, as the translator writes them: a JSON number; a JSON integer; the body of a JSON
 /// string (the argument of `json_len!` for a string with only a length bound); a non-empty JSON
 /// string, quotes included (`minLength: 1`).
 pub const PREBUILT_PATTERNS: [&str; 4] = [
-    r"\-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[Ee][\+\-]?[0-9]+)?",
-    r"\-?(?:0|[1-9][0-9]*)",
+    JSON_NUMBER,
+    JSON_INTEGER,
     concat!(json_char!(), "*"),
     concat!(r"\x22", json_char!(), r"+\x22"),
 ];

@@ -5,7 +5,8 @@
 //! annotations beside it, or has a `type` (or a
 //! list of types) of `null`, `boolean`, `integer` (optionally bounded by
 //! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of integer values), `number`,
-//! `string` (optionally an `enum` of words JSON spells one way), `array` (optionally `items`:
+//! `string` (optionally an `enum` of words JSON spells one way, or `minLength`/`maxLength`: see
+//! [`string_lengths`]), `array` (optionally `items`:
 //! one subschema, and `minItems`/`maxItems`) or `object`
 //! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
 //! boolean or a subschema; properties with plain ASCII names). The
@@ -58,6 +59,12 @@ pub(super) enum Node {
     IntRange(String),
     Number,
     String,
+    /// A string of `min` to `max` (`None`: any) characters, not just any string (see
+    /// [`string_lengths`]).
+    StrLen {
+        min: u64,
+        max: Option<u64>,
+    },
     /// A string enum: its distinct words in schema order, and their regex.
     Enum {
         words: Vec<String>,
@@ -108,12 +115,18 @@ const MAX_SUBSCHEMAS: usize = 4096;
 const MAX_WORD: usize = 256;
 /// Most enum words.
 const MAX_WORDS: usize = 1024;
+/// Largest `maxLength` on the fast path: the Python translator's `MAX_ENGINE_LENGTH` (above it,
+/// `json_len!` is not used and the repetition becomes rules).
+const MAX_ENGINE_LENGTH: u64 = 1 << 20;
+/// Largest `minLength` without a `maxLength` on the fast path (`"c{n,}"` is one terminal up to
+/// n = 92 under the translator's regex budgets; a margin below).
+const MAX_OPEN_MIN_LENGTH: u64 = 64;
 
 /// The keywords that assert something or locate schemas in any draft of JSON Schema (3 to
 /// 2020-12), the translator's legacy ones included: a superset of what the Python translator
 /// enforces (`tests/test_schema_fast_path.py` checks that its lists are included). The fast path
-/// translates twelve of them (`type`, `enum`, `properties`, `required`, `additionalProperties`,
-/// `items`, the integer bounds and the array lengths) and declines a schema with any other; a keyword not listed is an annotation or
+/// translates fourteen of them (`type`, `enum`, `properties`, `required`, `additionalProperties`,
+/// `items`, the integer bounds, the array lengths and the string lengths) and declines a schema with any other; a keyword not listed is an annotation or
 /// unknown, and ignored as JSON Schema prescribes (and the Python translator does), except
 /// unknown `$` keywords, which decline too.
 pub const ASSERTING: &[&str] = &[
@@ -313,6 +326,8 @@ impl Builder {
                 "exclusiveMaximum" => kw.ex_maximum = Some(v),
                 "minItems" => kw.min_items = Some(v),
                 "maxItems" => kw.max_items = Some(v),
+                "minLength" => kw.min_length = Some(v),
+                "maxLength" => kw.max_length = Some(v),
                 "$schema" if root => {} // (checked by `Nodes::of`)
                 "definitions" | "$defs" if root && matches!(v, Json::Object(_)) => {}
                 "$ref" => reference = Some(v),
@@ -422,7 +437,7 @@ impl Builder {
                 Node::Null => 0,
                 Node::Boolean => 1,
                 Node::Integer | Node::IntRange(_) | Node::Number => 2,
-                Node::String | Node::Enum { .. } => 3,
+                Node::String | Node::StrLen { .. } | Node::Enum { .. } => 3,
                 Node::Array { .. } => 4,
                 Node::Object { .. } => 5,
                 Node::Ref(_) => 6,
@@ -458,7 +473,9 @@ impl Builder {
             },
             Type::Number => Node::Number,
             Type::String => match kw.words {
-                None => Node::String,
+                None => string_lengths(kw.min_length, kw.max_length)?,
+                // (an enum with lengths: the Python translator intersects them)
+                Some(_) if kw.min_length.is_some() || kw.max_length.is_some() => return None,
                 Some(w) => plain_enum(w)?,
             },
             Type::Array => {
@@ -544,6 +561,8 @@ struct Keywords<'a> {
     ex_maximum: Option<&'a Json>,
     min_items: Option<&'a Json>,
     max_items: Option<&'a Json>,
+    min_length: Option<&'a Json>,
+    max_length: Option<&'a Json>,
 }
 
 impl Keywords<'_> {
@@ -556,6 +575,8 @@ impl Keywords<'_> {
             && !self.numeric()
             && self.min_items.is_none()
             && self.max_items.is_none()
+            && self.min_length.is_none()
+            && self.max_length.is_none()
     }
 
     /// Whether a keyword of numbers is present.
@@ -586,7 +607,8 @@ impl Keywords<'_> {
     /// declines; the Python translator would ignore it).
     fn only_for(&self, types: &[Type]) -> bool {
         let has = |t| types.contains(&t);
-        (self.words.is_none() || has(Type::String))
+        ((self.words.is_none() && self.min_length.is_none() && self.max_length.is_none())
+            || has(Type::String))
             && ((self.items.is_none() && self.min_items.is_none() && self.max_items.is_none())
                 || has(Type::Array))
             // (bounds of numbers only for integers: those of other numbers decline)
@@ -596,13 +618,29 @@ impl Keywords<'_> {
     }
 }
 
-/// A count keyword's value (`minItems`, `maxItems`): `Some(None)` when absent, `None` when not
+/// A count keyword's value (`minItems`, `maxItems`, `minLength`, `maxLength`): `Some(None)` when absent, `None` when not
 /// a non-negative integer the fast path reads.
 fn count(v: Option<&Json>) -> Option<Option<u64>> {
     match v {
         None => Some(None),
         Some(Json::Number(Some(n))) => u64::try_from(*n).ok().map(Some),
         Some(_) => None,
+    }
+}
+
+/// A string between `minLength` and `maxLength` (code points): [`Node::String`] when unbounded
+/// (`minLength: 0`); `None` (declined) when not counts the fast path reads, when no string is
+/// that long (the Python translator drops the value), or when the translator would not print
+/// one terminal or one `json_len!` (a `maxLength` over [`MAX_ENGINE_LENGTH`], a `minLength`
+/// alone over [`MAX_OPEN_MIN_LENGTH`]).
+fn string_lengths(min: Option<&Json>, max: Option<&Json>) -> Option<Node> {
+    let min = count(min)?.unwrap_or(0);
+    let max = count(max)?;
+    match max {
+        None if min == 0 => Some(Node::String),
+        None if min > MAX_OPEN_MIN_LENGTH => None,
+        Some(m) if m < min || m > MAX_ENGINE_LENGTH => None,
+        _ => Some(Node::StrLen { min, max }),
     }
 }
 

@@ -8,6 +8,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::common_shape::{Node, NodeId, Nodes, MAX_MEMBERS};
+use super::numbers::quant;
+use crate::dfa::{JSON_CHAR, JSON_INTEGER, JSON_NUMBER};
 
 /// Objects with more named members than this use [`Emitter::object_tree`] (the Python
 /// translator's `TREE_MIN_MEMBERS`).
@@ -53,11 +55,10 @@ pub const FIXED_NAMES: &[&str] = &[
     "json_member",
 ];
 
-/// The any-number regex (the Python translator's generic number, printed).
-const NUMBER: &str = r"\-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[Ee][\+\-]?[0-9]+)?";
-/// The any-integer regex.
-const INTEGER: &str = r"\-?(?:0|[1-9][0-9]*)";
 const GENERIC_STRING: &str = "json_string_except!()";
+/// Largest `maxLength` written as a regex repetition (the Python translator's `SHORT_BOUND`):
+/// a string of at most that many characters is one terminal, a larger bound is `json_len!`.
+const SHORT_BOUND: u64 = 8;
 
 /// One rule: its distinct alternatives, printed, and the names each one uses.
 struct Rule {
@@ -219,11 +220,12 @@ impl<'a> Emitter<'a> {
             }
             Node::Integer => {
                 let hint = if self.nodes.draft4 { "num" } else { "integer" };
-                self.number(INTEGER, hint)
+                self.number(JSON_INTEGER, hint)
             }
             Node::IntRange(regex) => self.number(regex, "num"),
-            Node::Number => self.number(NUMBER, "number"),
+            Node::Number => self.number(JSON_NUMBER, "number"),
             Node::String => self.generic_string(),
+            Node::StrLen { min, max } => self.bounded_string(*min, *max),
             Node::Enum { regex, .. } => self.terminal(regex, "str"),
             Node::Array { item, min, max } => {
                 let (item, min, max) = (*item, *min, *max);
@@ -264,6 +266,25 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// A string of `min` to `max` characters (not any string), as the Python translator's
+    /// `StringRules.string` writes it: with a `maxLength` over [`SHORT_BOUND`] the engine's
+    /// `json_len!` around any string body (`counted_chars`), else one terminal, quotes included,
+    /// of the counted repetition of a character (`""` for `maxLength: 0`).
+    fn bounded_string(&mut self, min: u64, max: Option<u64>) -> String {
+        match max {
+            Some(hi) if hi > SHORT_BOUND => {
+                let body = format!("json_len!(#\"{JSON_CHAR}*\", {min}, {hi})");
+                self.shared_rule(vec![t("'\"'"), Sym::Text(body), t("'\"'")], "str")
+            }
+            Some(0) => self.terminal(r"\x22\x22", "str"),
+            Some(1) if min == 1 => self.terminal(&format!(r"\x22{JSON_CHAR}\x22"), "str"),
+            _ => {
+                let q = quant(min, max);
+                self.terminal(&format!(r"\x22{JSON_CHAR}{q}\x22"), "str")
+            }
+        }
+    }
+
     fn generic_string(&mut self) -> String {
         self.shared_rule(vec![t(GENERIC_STRING)], "json_string")
     }
@@ -273,7 +294,7 @@ impl<'a> Emitter<'a> {
         if !self.generic_done {
             self.generic_done = true;
             let string = self.generic_string();
-            let number = self.number(NUMBER, "json_number");
+            let number = self.number(JSON_NUMBER, "json_number");
             let (s, n) = (Sym::Text(string), Sym::Text(number));
             self.add_rule("json_object", listing('{', "json_member"));
             self.add_rule(
@@ -610,17 +631,7 @@ fn render_alt(alt: &[Sym]) -> String {
         .map(|s| match s {
             Sym::Text(x) => x.clone(),
             Sym::Star(seq) => format!("({})*", render_alt(seq)),
-            Sym::Rep(seq, lo, hi) => {
-                let group = format!("({})", render_alt(seq));
-                match (*lo, *hi) {
-                    (0, None) => group + "*",
-                    (1, None) => group + "+",
-                    (0, Some(1)) => group + "?",
-                    (lo, None) => format!("{group}{{{lo},}}"),
-                    (lo, Some(hi)) if lo == hi => format!("{group}{{{lo}}}"),
-                    (lo, Some(hi)) => format!("{group}{{{lo},{hi}}}"),
-                }
-            }
+            Sym::Rep(seq, lo, hi) => format!("({}){}", render_alt(seq), quant(*lo, *hi)),
         })
         .collect();
     parts.join(" ")

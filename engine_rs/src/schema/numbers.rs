@@ -456,7 +456,9 @@ fn print(n: &Rx, out: &mut String) {
     }
 }
 
-fn quant(lo: u64, hi: Option<u64>) -> String {
+/// A quantifier as the translator prints it (`*`, `+`, `?`, `{n}`, `{n,}`, `{n,m}`), in regexes
+/// and KBNF alike.
+pub(super) fn quant(lo: u64, hi: Option<u64>) -> String {
     match (lo, hi) {
         (0, None) => "*".to_owned(),
         (1, None) => "+".to_owned(),

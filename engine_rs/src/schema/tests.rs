@@ -63,7 +63,16 @@ fn other_shapes_decline() {
             ("type", Json::Array(vec![s("integer"), s("null")])),
             ("enum", Json::Array(vec![s("a")])),
         ]),
-        obj(&[("type", s("string")), ("minLength", Json::Number(Some(1)))]),
+        obj(&[
+            ("type", s("string")),
+            ("minLength", Json::Number(Some(3))),
+            ("maxLength", Json::Number(Some(2))),
+        ]),
+        obj(&[("type", s("string")), ("minLength", Json::Number(None))]),
+        obj(&[
+            ("type", s("string")),
+            ("minLength", Json::Number(Some(100))),
+        ]),
         obj(&[("type", s("string")), ("$id", s("x"))]),
         obj(&[("$ref", s("#/definitions/x"))]),
         obj(&[
@@ -208,4 +217,36 @@ fn objects_with_many_members_pick_them_from_a_segment_tree() {
         "{text}"
     );
     assert!(text.contains("'\"p29\"' ': ' integer object_a"), "{text}");
+}
+
+#[test]
+fn string_lengths_are_a_repetition_or_the_engines_json_len() {
+    let string = |lengths: &[(&str, i64)]| {
+        let mut members = vec![("type", s("string"))];
+        members.extend(lengths.iter().map(|&(k, v)| (k, Json::Number(Some(v)))));
+        let text = translate(&obj(&members), None).unwrap();
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .replace(crate::dfa::JSON_CHAR, "C")
+    };
+    assert_eq!(string(&[("maxLength", 0)]), r#"str ::= #"\x22\x22";"#);
+    assert_eq!(string(&[("maxLength", 1)]), r#"str ::= #"\x22C?\x22";"#);
+    assert_eq!(
+        string(&[("minLength", 1), ("maxLength", 1)]),
+        r#"str ::= #"\x22C\x22";"#
+    );
+    assert_eq!(string(&[("minLength", 1)]), r#"str ::= #"\x22C+\x22";"#);
+    assert_eq!(
+        string(&[("minLength", 2), ("maxLength", 8)]),
+        r#"str ::= #"\x22C{2,8}\x22";"#
+    );
+    assert_eq!(
+        string(&[("minLength", 9), ("maxLength", 9)]),
+        r#"str ::= '"' json_len!(#"C*", 9, 9) '"';"#
+    );
+    assert_eq!(
+        string(&[("minLength", 0)]),
+        "json_string ::= json_string_except!();"
+    );
 }
