@@ -24,9 +24,9 @@ from structout.schema import _compile, _documents, to_kbnf, translate
 
 DATA = Path(__file__).resolve().parent / "data"
 
-#: Schemas of the data the engine translates (measured: 3,844 of 8,990); a floor a little
+#: Schemas of the data the engine translates (measured: 3,973 of 8,990); a floor a little
 #: under it, so that a change that silently declines most of them fails.
-COVERED_FLOOR = 3_650
+COVERED_FLOOR = 3_750
 
 
 def _data_schemas() -> list[tuple[str, Any]]:
@@ -111,8 +111,8 @@ def _random_schema(r: random.Random, depth: int = 0, defs: int = 0) -> Any:
         if kind == "list":
             kinds = ["string", "integer", "number", "boolean", "null", "array", "object"]
             return {"type": r.sample(kinds, r.randint(1, 4))}
-        if kind == "integer" and r.random() < 0.5:
-            return {"type": "integer", **_random_bounds(r)}
+        if kind in ("integer", "number") and r.random() < 0.5:
+            return {"type": kind, **_random_bounds(r)}
         if kind == "string" and r.random() < 0.3:
             return {"type": "string", **_random_lengths(r)}
         return {"type": kind}
@@ -215,16 +215,16 @@ def test_same_text_as_the_python_translator_on_random_schemas() -> None:
     schemas = [(f"random #{i}", _random_document(r)) for i in range(1500)]
     covered, problems = _differences(schemas, None)
     assert not problems, f"{len(problems)} differences, first:\n{problems[0]}"
-    assert covered >= 800  # (measured: 874; the others use a shape the fast path declines)
+    assert covered >= 700  # (measured: 755; the others use a shape or bounds it declines)
 
 
 def test_same_text_as_the_python_translator_on_random_bounds() -> None:
-    # Integer bounds, array and string lengths, alone and inside objects, lists of types and
+    # Number bounds, array and string lengths, alone and inside objects, lists of types and
     # anyOf.
     r = random.Random(32)
     schemas: list[tuple[str, Any]] = []
     for i in range(3000):
-        integer = {"type": "integer", **_random_bounds(r)}
+        integer = {"type": r.choice(["integer", "integer", "number"]), **_random_bounds(r)}
         array = {"type": "array", "items": {"type": "string"}, **_random_counts(r)}
         string = {"type": "string", **_random_lengths(r)}
         shape = r.choice(
@@ -236,6 +236,7 @@ def test_same_text_as_the_python_translator_on_random_bounds() -> None:
             s = {"$schema": DRAFT4, **integer}
         elif shape == "list":
             s = {**integer, "type": r.choice([["integer", "null"], ["integer", "number"]])}
+            s["type"] = r.choice([s["type"], ["number", "null"]])
         elif shape == "any_of":
             s = {"anyOf": [integer, {"type": "null"}]}
         elif shape == "object":
@@ -253,7 +254,7 @@ def test_same_text_as_the_python_translator_on_random_bounds() -> None:
     for n in (None, 24):
         covered, problems = _differences(schemas, n)
         assert not problems, f"{len(problems)} differences, first:\n{problems[0]}"
-        assert covered >= 1000, covered  # (measured: 1,181; the others decline)
+        assert covered >= 1000, covered  # (measured: 1,167; the others decline)
 
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
@@ -261,7 +262,7 @@ DRAFT4 = "http://json-schema.org/draft-04/schema#"
 #: The keywords the fast path translates (references: local ones, to definitions kept at the
 #: document's root).
 TRANSLATED = {"type", "enum", "properties", "required", "additionalProperties", "items", "$ref"}
-#: (integer bounds and array lengths: for those types only, declined beside other types)
+#: (number bounds, array and string lengths: for those types only, declined beside other types)
 TRANSLATED |= {
     "minimum",
     "maximum",
@@ -336,13 +337,17 @@ def test_every_keyword_the_translator_reads_is_translated_or_declined() -> None:
         {"type": "string", "definitions": {f"d{i}": {} for i in range(100_001)}},
         {"type": "string", "enum": ["a/b"]},
         False,
-        # (bounds the fast path does not read: draft 4's booleans, fractions, huge values, numbers;
-        # and bounds that leave no value, which the Python translator reports)
+        # (bounds the fast path does not read: draft 4's booleans, fractions, huge values, those of
+        # `integer` and `number` in one type list; and bounds that leave no value, which the
+        # Python translator reports)
         {"type": "integer", "minimum": 0, "exclusiveMinimum": True},
         {"type": "integer", "minimum": 0.5},
         {"type": "integer", "maximum": 10**30},
         {"type": "integer", "maximum": 1e300},
-        {"type": "number", "minimum": 0},
+        {"type": "number", "minimum": 0.5},
+        {"type": "number", "exclusiveMaximum": 1e300},
+        {"type": ["integer", "number"], "minimum": 0},
+        {"type": "number", "minimum": 1, "exclusiveMaximum": 1},
         {"type": "integer", "minimum": 3, "maximum": 2},
         {"type": "integer", "exclusiveMinimum": 3, "exclusiveMaximum": 4},
         {"type": "array", "minItems": 3, "maxItems": 2},

@@ -3,8 +3,9 @@
 //! A schema is in the subset when every subschema is `true`, `{}` (annotations only), a local
 //! `$ref` (see [`local_pointer`]) or an `anyOf` of branches of different kinds with nothing but
 //! annotations beside it, or has a `type` (or a
-//! list of types) of `null`, `boolean`, `integer` (optionally bounded by
-//! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of integer values), `number`,
+//! list of types) of `null`, `boolean`, `integer` or `number` (each optionally bounded by
+//! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of integer values; not both in
+//! one type list with bounds),
 //! `string` (optionally an `enum` of words JSON spells one way, or `minLength`/`maxLength`: see
 //! [`string_lengths`]), `array` (optionally `items`:
 //! one subschema, and `minItems`/`maxItems`) or `object`
@@ -22,7 +23,7 @@
 use rustc_hash::FxHashMap;
 
 use super::enums::enum_regex;
-use super::numbers::{integer_regex, tighter_hi, tighter_lo, Bound};
+use super::numbers::{integer_regex, number_regex, tighter_hi, tighter_lo, Bound};
 
 /// A JSON value, as the bindings hand a schema over. A number carries its value when it is an
 /// integer (`10` or `10.0`) of at most 2^53 in magnitude, else none (the subset reads only such
@@ -55,8 +56,9 @@ pub(super) enum Node {
     Null,
     Boolean,
     Integer,
-    /// An integer between bounds: its printed regex (see [`integer_regex`]).
-    IntRange(String),
+    /// An integer or a number between bounds: its printed regex (see [`integer_regex`],
+    /// [`number_regex`]).
+    Bounded(String),
     Number,
     String,
     /// A string of `min` to `max` (`None`: any) characters, not just any string (see
@@ -126,7 +128,7 @@ const MAX_OPEN_MIN_LENGTH: u64 = 64;
 /// 2020-12), the translator's legacy ones included: a superset of what the Python translator
 /// enforces (`tests/test_schema_fast_path.py` checks that its lists are included). The fast path
 /// translates fourteen of them (`type`, `enum`, `properties`, `required`, `additionalProperties`,
-/// `items`, the integer bounds, the array lengths and the string lengths) and declines a schema with any other; a keyword not listed is an annotation or
+/// `items`, the number bounds, the array lengths and the string lengths) and declines a schema with any other; a keyword not listed is an annotation or
 /// unknown, and ignored as JSON Schema prescribes (and the Python translator does), except
 /// unknown `$` keywords, which decline too.
 pub const ASSERTING: &[&str] = &[
@@ -379,6 +381,9 @@ impl Builder {
                     }
                 }
                 if types.contains(&Type::Number) {
+                    if types.contains(&Type::Integer) && kw.numeric() {
+                        return None; // (the Python translator unites the two intervals)
+                    }
                     types.retain(|&t| t != Type::Integer); // (every integer is a number)
                 }
                 if kw.words.is_some() {
@@ -436,7 +441,7 @@ impl Builder {
             let kind = match &self.nodes[id as usize] {
                 Node::Null => 0,
                 Node::Boolean => 1,
-                Node::Integer | Node::IntRange(_) | Node::Number => 2,
+                Node::Integer | Node::Bounded(_) | Node::Number => 2,
                 Node::String | Node::StrLen { .. } | Node::Enum { .. } => 3,
                 Node::Array { .. } => 4,
                 Node::Object { .. } => 5,
@@ -469,9 +474,12 @@ impl Builder {
             Type::Boolean => Node::Boolean,
             Type::Integer => match kw.integer_bounds()? {
                 (None, None) => Node::Integer,
-                (lo, hi) => Node::IntRange(integer_regex(lo, hi)?),
+                (lo, hi) => Node::Bounded(integer_regex(lo, hi)?),
             },
-            Type::Number => Node::Number,
+            Type::Number => match kw.integer_bounds()? {
+                (None, None) => Node::Number,
+                (lo, hi) => Node::Bounded(number_regex(lo, hi)?),
+            },
             Type::String => match kw.words {
                 None => string_lengths(kw.min_length, kw.max_length)?,
                 // (an enum with lengths: the Python translator intersects them)
@@ -587,7 +595,7 @@ impl Keywords<'_> {
             || self.ex_maximum.is_some()
     }
 
-    /// The bounds of an integer (each the tighter of its inclusive and exclusive keyword, as
+    /// The bounds of an integer or a number (each the tighter of its inclusive and exclusive keyword, as
     /// the Python translator merges them); `None` when a bound is not an integer the fast path
     /// reads (fractions, huge values, draft 4's boolean `exclusiveMinimum` among them).
     fn integer_bounds(&self) -> Option<(Bound, Bound)> {
@@ -611,8 +619,7 @@ impl Keywords<'_> {
             || has(Type::String))
             && ((self.items.is_none() && self.min_items.is_none() && self.max_items.is_none())
                 || has(Type::Array))
-            // (bounds of numbers only for integers: those of other numbers decline)
-            && (!self.numeric() || (has(Type::Integer) && !has(Type::Number)))
+            && (!self.numeric() || has(Type::Integer) || has(Type::Number))
             && ((self.props.is_none() && self.required.is_none() && self.others.is_none())
                 || has(Type::Object))
     }

@@ -222,7 +222,7 @@ impl<'a> Emitter<'a> {
                 let hint = if self.nodes.draft4 { "num" } else { "integer" };
                 self.number(JSON_INTEGER, hint)
             }
-            Node::IntRange(regex) => self.number(regex, "num"),
+            Node::Bounded(regex) => self.number(regex, "num"),
             Node::Number => self.number(JSON_NUMBER, "number"),
             Node::String => self.generic_string(),
             Node::StrLen { min, max } => self.bounded_string(*min, *max),

@@ -1,10 +1,13 @@
-//! Integers between bounds → the regex the Python translator prints for them.
+//! Integers and numbers between integer bounds → the regex the Python translator prints for them.
 //!
-//! A port of the parts of `structout/schema/_numbers.py` (`interval_regex` for integers written
-//! as integer literals, `int_range`, `_same_len_range`), `_regex.py` (the simplifying
-//! constructors `cat`, `alt`, `rep`) and `_json_text.py` (`to_rust`) that an integer with
-//! integer-valued bounds goes through, step for step, so that the printed regex is byte for byte
-//! the Python translator's (`tests/test_schema_fast_path.py` compares the two on random bounds).
+//! A port of the parts of `structout/schema/_numbers.py` (`interval_regex`: for integers written
+//! as integer literals, and for any number with its exponent forms; `int_range`,
+//! `_same_len_range`, `plain_positive`, `exp_positive`, `_exponent_range`, the `_digits_*`
+//! helpers), `_regex.py` (the simplifying constructors `cat`, `alt`, `rep`) and `_json_text.py`
+//! (`to_rust`) that a value with integer-valued bounds goes through, step for step, so that the
+//! printed regex is byte for byte the Python translator's (`tests/test_schema_fast_path.py`
+//! compares the two on random bounds). The bounds are integers; the decimals met on the way (a
+//! bound over a power of ten, the mantissa of an exponent form) are [`Dec`]s, exact.
 //! Also the translator's size estimate (`regex_rules.metrics`): a regex over its budgets is
 //! split into rules there, which the fast path declines.
 
@@ -295,13 +298,326 @@ fn plain_positive(a: u128, a_incl: bool, b: Option<u128>, b_incl: bool) -> Node 
 /// A bound: its value and whether it is included.
 pub(super) type Bound = Option<(i64, bool)>;
 
-/// `nm.interval_regex(lo, lo_incl, hi, hi_incl, exp_forms=False, integer=True, lexical=True)`.
-fn interval_regex(lo: Bound, hi: Bound) -> Node {
+/// A non-negative finite decimal: its integer part and its fraction digits, without trailing
+/// zeros (`_dec_parts`); ordered as the values are (the digits compare as strings).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
+struct Dec {
+    ip: u128,
+    frac: String,
+}
+
+impl Dec {
+    fn int(ip: u128) -> Dec {
+        Dec {
+            ip,
+            frac: String::new(),
+        }
+    }
+
+    /// `v / 10^e` for `10^e <= v < 10^(e+1)` (a value in [1, 10)).
+    fn scaled(v: u128) -> Dec {
+        let digits = v.to_string();
+        Dec {
+            ip: u128::from(digits.as_bytes()[0] - b'0'),
+            frac: digits[1..].trim_end_matches('0').to_owned(),
+        }
+    }
+}
+
+fn digits0() -> Node {
+    rep(digit(), 0, None)
+}
+
+fn digits1() -> Node {
+    rep(digit(), 1, None)
+}
+
+/// `0*` (`rx.rep(rx.lit("0"), 0, None)`) and `0+`.
+fn zeros(lo: u64) -> Node {
+    rep(lit("0"), lo, None)
+}
+
+/// `nm.FRAC_OPT`: `(\.[0-9]+)?`.
+fn frac_opt() -> Node {
+    rep(cat(vec![lit("."), digits1()]), 0, Some(1))
+}
+
+/// Some digits of which one is not zero: `[0-9]*[1-9][0-9]*`.
+fn nonzero_digits() -> Node {
+    cat(vec![digits0(), digit_set(1, 9), digits0()])
+}
+
+/// `nm._digits_ge`: non-empty digit strings `g` with 0.g >= 0.d (> if strict).
+fn digits_ge(d: &str, strict: bool) -> Node {
+    if d.is_empty() {
+        return if strict { nonzero_digits() } else { digits1() };
+    }
+    let d0 = u32::from(d.as_bytes()[0] - b'0');
+    alt(vec![
+        cat(vec![digit_set(d0 + 1, 9), digits0()]),
+        first_digit_ge(d, strict),
+    ])
+}
+
+/// The digit strings `g` that start with `d`'s first digit and have 0.g >= 0.d (> if strict).
+fn first_digit_ge(d: &str, strict: bool) -> Node {
+    let rest = match (d.len(), strict) {
+        (1, true) => nonzero_digits(),
+        (1, false) => digits0(),
+        _ => digits_ge(&d[1..], strict),
+    };
+    cat(vec![lit(&d[..1]), rest])
+}
+
+/// The digit strings `g` that start with `d`'s first digit and have 0.g <= 0.d (< if strict).
+fn first_digit_le(d: &str, strict: bool) -> Node {
+    let rest = match (d.len(), strict) {
+        (1, true) => return none(),
+        (1, false) => zeros(0),
+        _ => rep(digits_le(&d[1..], strict), 0, Some(1)),
+    };
+    cat(vec![lit(&d[..1]), rest])
+}
+
+/// `nm._digits_le`: non-empty digit strings `g` with 0.g <= 0.d (< if strict).
+fn digits_le(d: &str, strict: bool) -> Node {
+    if d.is_empty() {
+        return if strict { none() } else { zeros(1) };
+    }
+    let d0 = u32::from(d.as_bytes()[0] - b'0');
+    let below = d0.checked_sub(1).map_or_else(none, |t| digit_set(0, t));
+    alt(vec![cat(vec![below, digits0()]), first_digit_le(d, strict)])
+}
+
+/// `nm._digits_between`: non-empty digit strings `g` with 0.a <(=) 0.g <(=) 0.b.
+fn digits_between(a: &str, a_strict: bool, b: &str, b_strict: bool) -> Node {
+    if a.is_empty() {
+        if !a_strict {
+            return digits_le(b, b_strict);
+        }
+        return and_nonzero(b, b_strict);
+    }
+    let a0 = u32::from(a.as_bytes()[0] - b'0');
+    let b0 = b.bytes().next().map_or(0, |c| u32::from(c - b'0'));
+    if !b.is_empty() && a0 == b0 {
+        return cat(vec![
+            lit(&a[..1]),
+            rest_between(&a[1..], a_strict, &b[1..], b_strict),
+        ]);
+    }
+    let mut parts = vec![first_digit_ge(a, a_strict)];
+    let between = b0
+        .checked_sub(1)
+        .map_or_else(none, |t| digit_set(a0 + 1, t));
+    parts.push(cat(vec![between, digits0()]));
+    if !b.is_empty() {
+        parts.push(first_digit_le(b, b_strict));
+    }
+    alt(parts)
+}
+
+/// `nm._rest_between`: possibly empty digit strings `r` with 0.a <(=) 0.r <(=) 0.b.
+fn rest_between(a: &str, a_strict: bool, b: &str, b_strict: bool) -> Node {
+    let mut empty_ok = a.is_empty() && !a_strict;
+    if b.is_empty() && b_strict {
+        empty_ok = false;
+    }
+    let nonempty = if b.is_empty() {
+        if a.is_empty() && !a_strict && !b_strict {
+            zeros(1)
+        } else {
+            none()
+        }
+    } else {
+        digits_between(a, a_strict, b, b_strict)
+    };
+    if empty_ok {
+        alt(vec![eps(), nonempty])
+    } else {
+        nonempty
+    }
+}
+
+/// `nm._and_nonzero`: non-empty `g` with 0 < 0.g <(=) 0.b.
+fn and_nonzero(b: &str, strict: bool) -> Node {
+    if b.is_empty() {
+        return none();
+    }
+    let b0 = u32::from(b.as_bytes()[0] - b'0');
+    let mut parts = Vec::new();
+    if b0 > 0 {
+        parts.push(cat(vec![lit("0"), nonzero_digits()]));
+    }
+    if b0 > 1 {
+        parts.push(cat(vec![digit_set(1, b0 - 1), digits0()]));
+    }
+    if b0 >= 1 {
+        parts.push(first_digit_le(b, strict));
+    } else {
+        parts.push(cat(vec![lit("0"), and_nonzero(&b[1..], strict)]));
+    }
+    alt(parts)
+}
+
+/// `nm._frac_suffix`: `''` (when `empty_ok`) or `.` and digits of `node`.
+fn frac_suffix(node: Node, empty_ok: bool) -> Node {
+    let dotted = if matches!(*node, Rx::None) {
+        none()
+    } else {
+        cat(vec![lit("."), node])
+    };
+    if empty_ok {
+        alt(vec![eps(), dotted])
+    } else {
+        dotted
+    }
+}
+
+/// `nm.plain_positive` (not only integers): plain numerals (no sign, no exponent) of the
+/// values in the interval from `a >= 0`.
+fn plain_positive_dec(a: &Dec, a_incl: bool, b: Option<&Dec>, b_incl: bool) -> Node {
+    let point = |v: u128| int_range(v, Some(v));
+    let empty_ok = a.frac.is_empty() && a_incl;
+    if let Some(b) = b.filter(|b| b.ip == a.ip) {
+        if a.frac == b.frac && !(a_incl && b_incl) {
+            return none();
+        }
+        let frac = digits_between(&a.frac, !a_incl, &b.frac, !b_incl);
+        return alt(vec![cat(vec![point(a.ip), frac_suffix(frac, empty_ok)])]);
+    }
+    let mut parts = vec![cat(vec![
+        point(a.ip),
+        frac_suffix(digits_ge(&a.frac, !a_incl), empty_ok),
+    ])];
+    let mid_hi = b.map(|b| b.ip - 1);
+    if mid_hi.is_none_or(|m| m > a.ip) {
+        parts.push(cat(vec![int_range(a.ip + 1, mid_hi), frac_opt()]));
+    }
+    if let Some(b) = b {
+        if b.frac.is_empty() {
+            if b_incl {
+                let point_zeros = rep(cat(vec![lit("."), zeros(1)]), 0, Some(1));
+                parts.push(cat(vec![point(b.ip), point_zeros]));
+            }
+        } else {
+            let frac = frac_suffix(digits_le(&b.frac, !b_incl), true);
+            parts.push(cat(vec![point(b.ip), frac]));
+        }
+    }
+    alt(parts)
+}
+
+/// `nm._exponent_range`: exponent suffixes `[eE][+-]?digits` of a value in `[lo, hi]`.
+fn exponent_range(lo: Option<i64>, hi: Option<i64>) -> Node {
+    let mut parts = Vec::new();
+    let nlo = lo.map_or(0, |l| l.max(0));
+    if hi.is_none_or(|h| h >= nlo) {
+        let body = int_range(nlo as u128, hi.map(|h| h as u128));
+        let nonneg = cat(vec![zeros(0), body]);
+        parts.push(cat(vec![rep(lit("+"), 0, Some(1)), nonneg]));
+        if nlo == 0 {
+            parts.push(cat(vec![lit("-"), zeros(1)]));
+        }
+    }
+    if lo.is_none_or(|l| l < 0) {
+        let mlo = match hi {
+            Some(h) if h < -1 => -h,
+            _ => 1,
+        };
+        let mhi = lo.map(|l| -l);
+        if mhi.is_none_or(|m| m >= mlo) {
+            let magnitude = int_range(mlo as u128, mhi.map(|m| m as u128));
+            parts.push(cat(vec![lit("-"), zeros(0), magnitude]));
+        }
+    }
+    if parts.is_empty() {
+        return none();
+    }
+    cat(vec![set(vec![(0x45, 0x45), (0x65, 0x65)]), alt(parts)])
+}
+
+/// `nm._floor_log10` of a positive integer.
+fn floor_log10(v: u128) -> i64 {
+    v.to_string().len() as i64 - 1
+}
+
+/// `nm.exp_positive` for integer bounds: exponent-form numerals `m e x` (m in [1, 10)) of the
+/// values in the interval from `a >= 0`.
+fn exp_positive(a: u128, a_incl: bool, b: Option<u128>, b_incl: bool) -> Node {
+    let mut parts = Vec::new();
+    let e_lo = (a != 0).then(|| {
+        let ea = floor_log10(a);
+        if a != 10u128.pow(ea as u32) || !a_incl {
+            ea + 1
+        } else {
+            ea
+        }
+    });
+    let e_hi = b.map(|b| floor_log10(b) - 1);
+    let whole = match (e_lo, e_hi) {
+        (Some(l), Some(h)) => l <= h,
+        _ => true,
+    };
+    if whole {
+        let mant_any = cat(vec![digit_set(1, 9), frac_opt()]);
+        parts.push(cat(vec![mant_any, exponent_range(e_lo, e_hi)]));
+    }
+    // The boundary decades, in order (a's before b's; one when the same).
+    let mut edges = Vec::new();
+    if a != 0 && e_lo.is_none_or(|l| floor_log10(a) < l) {
+        edges.push(floor_log10(a));
+    }
+    if let Some(b) = b {
+        if e_hi.is_none_or(|h| floor_log10(b) > h) && !edges.contains(&floor_log10(b)) {
+            edges.push(floor_log10(b));
+        }
+    }
+    edges.sort_unstable();
+    for e in edges {
+        // (the interval over 10^e, clamped to the mantissas' [1, 10))
+        let (lo, lo_i) = if a != 0 && floor_log10(a) == e {
+            (Dec::scaled(a), a_incl)
+        } else {
+            (Dec::int(1), true)
+        };
+        let (hi, hi_i) = match b {
+            Some(b) if floor_log10(b) == e => (Dec::scaled(b), b_incl),
+            _ => (Dec::int(10), false),
+        };
+        if lo > hi || (lo == hi && !(lo_i && hi_i)) {
+            continue;
+        }
+        let mant = plain_positive_dec(&lo, lo_i, Some(&hi), hi_i);
+        parts.push(cat(vec![mant, exponent_range(Some(e), Some(e))]));
+    }
+    alt(parts)
+}
+
+/// `nm.interval_regex(lo, lo_incl, hi, hi_incl, ...)`: of integers written as integer literals
+/// (`exp_forms=False, integer=True, lexical=True`), or of any number, exponent forms included
+/// (the defaults).
+fn interval_regex(lo: Bound, hi: Bound, integer: bool) -> Node {
+    // (the numerals of the values in the interval from `a >= 0`)
+    let positive = |a: u128, ai: bool, b: Option<u128>, bi: bool| -> Vec<Node> {
+        if integer {
+            return vec![plain_positive(a, ai, b, bi)];
+        }
+        let b_dec = b.map(Dec::int);
+        vec![
+            plain_positive_dec(&Dec::int(a), ai, b_dec.as_ref(), bi),
+            exp_positive(a, ai, b, bi),
+        ]
+    };
     let mut parts = Vec::new();
     let zero_in = lo.is_none_or(|(l, li)| l < 0 || (l == 0 && li))
         && hi.is_none_or(|(h, hi_i)| h > 0 || (h == 0 && hi_i));
     if zero_in {
-        parts.push(cat(vec![rep(lit("-"), 0, Some(1)), lit("0"), eps()]));
+        let frac = if integer {
+            eps()
+        } else {
+            rep(cat(vec![lit("."), zeros(1)]), 0, Some(1))
+        };
+        parts.push(cat(vec![rep(lit("-"), 0, Some(1)), lit("0"), frac]));
     }
     if hi.is_none_or(|(h, _)| h > 0) {
         let (a, ai) = match lo {
@@ -309,7 +625,7 @@ fn interval_regex(lo: Bound, hi: Bound) -> Node {
             _ => (0, false),
         };
         let (b, bi) = hi.map_or((None, false), |(h, hi_i)| (Some(h as u128), hi_i));
-        parts.push(plain_positive(a, ai, b, bi));
+        parts.extend(positive(a, ai, b, bi));
     }
     if lo.is_none_or(|(l, _)| l < 0) {
         let (a, ai) = match hi {
@@ -319,8 +635,7 @@ fn interval_regex(lo: Bound, hi: Bound) -> Node {
         let (b, bi) = lo.map_or((None, false), |(l, li)| {
             (Some(l.unsigned_abs() as u128), li)
         });
-        let neg = vec![plain_positive(a, ai, b, bi)];
-        parts.push(cat(vec![lit("-"), alt(neg)]));
+        parts.push(cat(vec![lit("-"), alt(positive(a, ai, b, bi))]));
     }
     alt(parts)
 }
@@ -357,13 +672,26 @@ pub(super) fn tighter_hi(a: Bound, b: Bound) -> Bound {
 /// translator writes it for one terminal; `None` when no integer is in between (the translator
 /// then drops the value) or the regex is over the translator's budgets for one terminal.
 pub(super) fn integer_regex(lo: Bound, hi: Bound) -> Option<String> {
+    bounded_regex(lo, hi, true)
+}
+
+/// The printed regex of the numbers (any, not only integers) between `lo` and `hi`, as
+/// [`integer_regex`] for integers.
+pub(super) fn number_regex(lo: Bound, hi: Bound) -> Option<String> {
+    bounded_regex(lo, hi, false)
+}
+
+fn bounded_regex(lo: Bound, hi: Bound, integer: bool) -> Option<String> {
     debug_assert!(lo.is_some() || hi.is_some());
     if let (Some((l, li)), Some((h, hi_i))) = (lo, hi) {
         if l > h || (l == h && !(li && hi_i)) {
             return None; // (`n_iv`: no value)
         }
     }
-    let node = interval_regex(lo, hi);
+    let mut node = interval_regex(lo, hi, integer);
+    if !integer {
+        node = alt(vec![node]); // (`nm.realize` of one interval: `rx.alt` of it alone)
+    }
     if matches!(*node, Rx::None) {
         return None;
     }

@@ -250,3 +250,21 @@ fn string_lengths_are_a_repetition_or_the_engines_json_len() {
         "json_string ::= json_string_except!();"
     );
 }
+
+#[test]
+fn number_bounds_print_the_python_translators_interval() {
+    let number = |lengths: &[(&str, i64)]| {
+        let mut members = vec![("type", s("number"))];
+        members.extend(lengths.iter().map(|&(k, v)| (k, Json::Number(Some(v)))));
+        translate(&obj(&members), None).map(|text| text.lines().nth(1).unwrap().to_owned())
+    };
+    assert_eq!(
+        number(&[("minimum", 0), ("maximum", 1)]).unwrap(),
+        r#"num ::= #"\-?0(?:\.0+)?|0\.[0-9]*[1-9][0-9]*|1(?:\.0+)?|[1-9](?:\.[0-9]+)?[Ee]\-0*(?:[1-9]|[1-9][0-9]+)|1(?:\.0+)?[Ee](?:\+?0*0|\-0+)";"#
+    );
+    assert_eq!(
+        number(&[("minimum", 3), ("maximum", 3)]).unwrap(),
+        r#"num ::= #"3(?:\.0+)?|3(?:\.0+)?[Ee](?:\+?0*0|\-0+)";"#
+    );
+    assert_eq!(number(&[("minimum", 3), ("exclusiveMaximum", 3)]), None);
+}
