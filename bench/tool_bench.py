@@ -27,7 +27,10 @@ valid arguments, then a closing sentence (Llama 3 tokens); every mask fill is ti
 
 Everything is single-threaded in one process. Usage::
 
-    python bench/tool_bench.py [--tools 10 100 500] [--rounds 3] [--json out.json]
+    python bench/tool_bench.py [--tools 10 100 500] [--rounds 3] [--bounds] [--json out.json]
+
+``--bounds``: free-text strings carry ``maxLength`` and numbers ``minimum``/``maximum``, as many
+real tool schemas do.
 """
 
 from __future__ import annotations
@@ -119,8 +122,9 @@ _FIELDS = [
 
 
 # ----------------------------------------------------------------------------------- workload
-def make_tools(n: int, rng: random.Random) -> list[dict[str, Any]]:
-    """``n`` BFCL-style functions with distinct names."""
+def make_tools(n: int, rng: random.Random, bounds: bool = False) -> list[dict[str, Any]]:
+    """``n`` BFCL-style functions with distinct names (``bounds``: string lengths and number
+    bounds on their parameters)."""
     tools, names = [], set()
     while len(tools) < n:
         name = f"{rng.choice(_VERBS)}_{rng.choice(_NOUNS)}_{len(tools)}"
@@ -129,7 +133,7 @@ def make_tools(n: int, rng: random.Random) -> list[dict[str, Any]]:
         names.add(name)
         props: dict[str, Any] = {}
         for field in rng.sample(_FIELDS, rng.randint(1, 6)):
-            props[field] = _param(rng, depth=0)
+            props[field] = _param(rng, 0, bounds)
         required = [f for f in props if rng.random() < 0.6]
         params = {"type": "object", "properties": props, "required": required}
         if rng.random() < 0.5:
@@ -140,10 +144,11 @@ def make_tools(n: int, rng: random.Random) -> list[dict[str, Any]]:
     return tools
 
 
-def _param(rng: random.Random, depth: int) -> dict[str, Any]:
+def _param(rng: random.Random, depth: int, bounds: bool) -> dict[str, Any]:
     kind = rng.randrange(8 if depth == 0 else 6)
     if kind == 0:
-        return {"type": "string", "description": "free text"}
+        text = {"type": "string", "description": "free text"}
+        return {**text, "maxLength": 64} if bounds else text
     if kind == 1:
         return {
             "type": "string",
@@ -154,12 +159,12 @@ def _param(rng: random.Random, depth: int) -> dict[str, Any]:
     if kind == 2:
         return {"type": "integer", "minimum": 0, "maximum": rng.choice([10, 100, 1000])}
     if kind == 3:
-        return {"type": "number"}
+        return {"type": "number", "minimum": -100, "maximum": 100} if bounds else {"type": "number"}
     if kind == 4:
         return {"type": "boolean"}
     if kind == 5:
         return {"type": "array", "items": {"type": "string"}, "maxItems": 5}
-    sub = {f: _param(rng, depth + 1) for f in rng.sample(_FIELDS, 2)}
+    sub = {f: _param(rng, depth + 1, bounds) for f in rng.sample(_FIELDS, 2)}
     return {"type": "object", "properties": sub, "required": list(sub)}
 
 
@@ -343,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--engines", default="structout,llguidance,xgrammar")
+    ap.add_argument("--bounds", action="store_true", help="maxLength and number bounds")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
 
@@ -366,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         for r in range(args.rounds):
             rng = random.Random(f"{args.seed}/{n}/{r}")
-            tools = make_tools(n, rng)
+            tools = make_tools(n, rng, args.bounds)
             tag = structural_tag(tools)
             tokens = tok.encode(document(tools, rng), add_special_tokens=False).ids
             order = engines[r % len(engines) :] + engines[: r % len(engines)]
