@@ -40,6 +40,8 @@ DEFAULT_MAX_SCHEMA_DEPTH = 256
 DEFAULT_MAX_SUBSCHEMAS = 100_000
 DEFAULT_MAX_PATTERN_LENGTH = 16_384
 DEFAULT_MAX_SCHEMA_WORK = MAX_WORK
+#: Values of the ``property_order`` option: the schema's order, or any order.
+PROPERTY_ORDERS = ("schema", "any")
 RECURSION_LIMIT = 12_000
 _DEFAULT_WORK_LIMITS = (
     DEFAULT_MAX_SCHEMA_DEPTH,
@@ -228,6 +230,7 @@ def translate(
     max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
     max_schema_work: int = DEFAULT_MAX_SCHEMA_WORK,
     max_number_length: int | None = None,
+    property_order: str = "schema",
 ) -> SchemaTranslation:
     """Translate and return a :class:`SchemaTranslation` (see :func:`to_kbnf` for options)."""
     if indent is not None and (not isinstance(indent, int) or indent < 0):
@@ -250,6 +253,8 @@ def translate(
         raise ValueError(
             f"max_number_length must be a non-negative integer or None, got {max_number_length!r}"
         )
+    if property_order not in PROPERTY_ORDERS:
+        raise ValueError(f"property_order must be 'schema' or 'any', got {property_order!r}")
     layout = Layout(whitespace, indent, max_whitespace)
     schema, _from_python = json_schema_of(schema_or_type, by_alias=by_alias)
     reg, base = docs.mapping_registry(schema, registry, max_subschemas)
@@ -303,6 +308,7 @@ def translate(
             max_schema_depth=max_schema_depth,
             pointer_of=compiler.origin.get,
             max_number_length=max_number_length or None,
+            property_order=property_order,
         )
         emitter.emit_start(root)
         text = emitter.render()
@@ -342,6 +348,7 @@ def to_kbnf(
     max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH,
     max_schema_work: int = DEFAULT_MAX_SCHEMA_WORK,
     max_number_length: int | None = None,
+    property_order: str = "schema",
 ) -> str:
     """KBNF (start rule ``start``) accepting exactly the valid documents in the chosen layout.
 
@@ -363,6 +370,11 @@ def to_kbnf(
         max_number_length: accept only numbers of at most this many characters (``None`` or 0:
             any length). A sound subset meant for generation, where a small model may write
             digits until its token budget runs out; :class:`structout.Limits` sets it by default.
+        property_order: ``"schema"`` (objects write their properties in the schema's order) or
+            ``"any"`` (in any order, each at most once; the engine tracks the keys read, see
+            docs/json_schema.md). Objects with ``minProperties``/``maxProperties``, with
+            constraints on the other keys' existence, or with more than 32 named properties
+            keep the schema's order.
 
     Raises:
         SchemaError: the schema is invalid (bad keyword values, unresolvable ``$ref``).
@@ -371,6 +383,7 @@ def to_kbnf(
     """
     if (
         isinstance(schema_or_type, dict)
+        and property_order == "schema"
         and whitespace == "compact"
         and indent is None
         and not lenient
@@ -403,6 +416,7 @@ def to_kbnf(
         max_pattern_length=max_pattern_length,
         max_schema_work=max_schema_work,
         max_number_length=max_number_length,
+        property_order=property_order,
     ).kbnf
 
 
@@ -438,6 +452,7 @@ _KEY_DEFAULTS: dict[str, Any] = {
     "max_pattern_length": DEFAULT_MAX_PATTERN_LENGTH,
     "max_number_length": None,
     "max_schema_work": DEFAULT_MAX_SCHEMA_WORK,
+    "property_order": "schema",
 }
 
 

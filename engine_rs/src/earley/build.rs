@@ -18,18 +18,19 @@ pub(super) struct Build<'a> {
 }
 
 impl Build<'_> {
-    /// Moves the dot past a fully matched symbol: item `(pos, start)` in set `here`.
+    /// Moves the dot past a fully matched symbol: item `(pos, start, state)` in set `here` (`state`
+    /// is 0 outside `any_order!` productions, where it is the set of members read).
     #[inline]
-    pub(super) fn advance(&mut self, pos: u32, start: u32, here: u32) {
+    pub(super) fn advance(&mut self, pos: u32, start: u32, state: u32, here: u32) {
         let lnf = self.lnf;
         match lnf.syms[pos as usize] {
-            LSym::End(lhs) => self.s.completions.push((lhs, start)),
+            LSym::End(lhs) => {
+                // Completing an `any_order!` nonterminal yields the members read, its own included.
+                let value = lnf.param_pos(pos).map_or(0, |p| state | p.bit);
+                self.s.completions.push((lhs, start, value));
+            }
             LSym::Nt(b) => {
-                if self.add_wait(Item {
-                    pos,
-                    start,
-                    state: 0,
-                }) {
+                if self.add_wait(Item { pos, start, state }) {
                     self.predict(b, here);
                 }
             }
@@ -124,15 +125,15 @@ impl Build<'_> {
         let max_items = self.opts.max_items_per_set;
         let max_work = self.opts.max_work_per_byte;
         let mut work = 0usize;
-        while let Some((lhs, origin)) = self.s.completions.pop() {
-            if !self.first_completion(lhs, origin) {
+        while let Some((lhs, origin, value)) = self.s.completions.pop() {
+            if !self.first_completion(lhs, origin, value) {
                 continue;
             }
             if lhs == 0 && origin == 0 {
                 complete = true;
             }
             if let Some(e) = self.leo_lookup(origin, lhs) {
-                self.s.completions.push((e.top_nt, e.top_start));
+                self.s.completions.push((e.top_nt, e.top_start, 0));
                 continue;
             }
             let set = self.sets[origin as usize];
@@ -143,10 +144,30 @@ impl Build<'_> {
                     value: max_work,
                 });
             }
+            let any_order = self.lnf.any_order(lhs);
             for k in set.wait as usize..set.end as usize {
                 let it = self.items[k];
-                if self.lnf.syms[it.pos as usize] == LSym::Nt(lhs) {
-                    self.advance(it.pos + 1, it.start, here);
+                if self.lnf.syms[it.pos as usize] != LSym::Nt(lhs) {
+                    continue;
+                }
+                match any_order {
+                    None => self.advance(it.pos + 1, it.start, it.state, here),
+                    Some(ao) => {
+                        // `X ::= . X sep m_i` goes on with the members read when `m_i` may
+                        // occur again; any other item only once every required member is read.
+                        match self.lnf.param_pos(it.pos) {
+                            Some(p) if p.lhs == lhs => {
+                                if value & p.bit & ao.once == 0 {
+                                    self.advance(it.pos + 1, it.start, value, here);
+                                }
+                            }
+                            _ => {
+                                if value & ao.required == ao.required {
+                                    self.advance(it.pos + 1, it.start, it.state, here);
+                                }
+                            }
+                        }
+                    }
                 }
             }
             if self.s.scan.len() + self.s.wait.len() > max_items {
@@ -159,9 +180,9 @@ impl Build<'_> {
         Ok(complete)
     }
 
-    pub(super) fn first_completion(&mut self, lhs: u32, origin: u32) -> bool {
+    pub(super) fn first_completion(&mut self, lhs: u32, origin: u32, value: u32) -> bool {
         let s = &mut self.s;
-        let key = (lhs, origin);
+        let key = (lhs, origin, value);
         if s.done.len() < LINEAR_DEDUP {
             if s.done.contains(&key) {
                 return false;

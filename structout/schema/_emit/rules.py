@@ -11,8 +11,10 @@ from typing import Any
 
 from .._ir import Unsupported
 
-# A KBNF symbol: a rule name, a quoted literal, a #"regex" terminal, or a repetition
-# ``("rep", [symbols...], lo, hi)`` (``hi`` None for unbounded).
+# A KBNF symbol: a rule name, a quoted literal, a #"regex" terminal, a repetition
+# ``("rep", [symbols...], lo, hi)`` (``hi`` None for unbounded), or ``any_order!``
+# ``("any_order", [separator symbols...], [(member rule name, kind suffix), ...])`` (see
+# :func:`any_order`).
 Sym = Any
 Alt = list[Sym]
 
@@ -210,7 +212,17 @@ def rep(seq: Alt, lo: int, hi: int | None) -> Sym:
     return ("rep", list(seq), lo, hi)
 
 
+def any_order(sep: Alt, members: list[tuple[str, str]]) -> Sym:
+    """``any_order!(sep, m1, m2?, m3*)``: the members (rule names) in any order, joined by
+    ``sep``; a member's suffix is ``""`` (exactly once), ``"?"`` (at most once) or ``"*"``."""
+    return ("any_order", list(sep), list(members))
+
+
 def render_sym(sym: Sym) -> str:
+    if isinstance(sym, tuple) and sym[0] == "any_order":
+        _, sep, members = sym
+        args = [render_alt(sep), *(name + kind for name, kind in members)]
+        return "any_order!(" + ", ".join(args) + ")"
     if isinstance(sym, tuple):
         _, seq, lo, hi = sym
         group = "(" + render_alt(seq) + ")"
@@ -275,7 +287,10 @@ def alt_refs(alt: Alt) -> list[str]:
     callers keep only names of rules)."""
     out: list[str] = []
     for s in alt:
-        if isinstance(s, tuple):
+        if isinstance(s, tuple) and s[0] == "any_order":
+            out.extend(alt_refs(s[1]))
+            out.extend(name for name, _ in s[2])
+        elif isinstance(s, tuple):
             out.extend(alt_refs(s[1]))
         elif s[:1] not in _NOT_A_NAME:
             out.append(s)
