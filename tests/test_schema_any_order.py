@@ -178,3 +178,25 @@ def test_cli_check_takes_any_order_by_default(tmp_path: Path) -> None:
     args = ["check", str(tmp_path / "s.json"), str(tmp_path / "doc.json")]
     assert main(args) == 0
     assert main([*args, "--property-order", "schema"]) == 1
+
+
+def test_recursive_optional_members() -> None:
+    """A node whose optional member is another node: productive through the other members
+    (neither the translator's pruning nor the engine may drop the object)."""
+    schema = {
+        "$ref": "#/$defs/node",
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}},
+                "required": ["v"],
+                "additionalProperties": False,
+            }
+        },
+    }
+    g = so.compile_grammar(to_kbnf(schema, property_order="any"))
+    validator = jsonschema.Draft202012Validator(schema)
+    docs: list[Any] = [{"v": 1}, {"next": {"v": 2}, "v": 1}, {"v": 0, "next": {"next": {"v": 1}}}]
+    docs += [{"next": {"v": 2}}, {"v": 1, "next": {"v": 2, "next": {"next": {"v": 3}, "v": 4}}}]
+    for doc in docs:
+        assert g.accepts(json.dumps(doc).encode()) == validator.is_valid(doc), doc

@@ -332,3 +332,124 @@ fn refused_shapes() {
         assert!(err.to_string().contains(needle), "{text}: {err}");
     }
 }
+
+/// All strings over `alphabet` up to `depth` that `g` can continue, with `g`'s recognizer.
+fn walk_union(parts: &[Recognizer], union: &mut Recognizer, alphabet: &[u8], depth: usize) {
+    let mut parts = parts.to_vec();
+    let mut path = Vec::new();
+    fn go(
+        parts: &mut [Recognizer],
+        union: &mut Recognizer,
+        path: &mut Vec<u8>,
+        alphabet: &[u8],
+        depth: usize,
+    ) {
+        let alive: Vec<bool> = parts.iter().map(|p| p.len() == path.len()).collect();
+        let complete = parts.iter().zip(&alive).any(|(p, &a)| a && p.is_complete());
+        assert_eq!(union.is_complete(), complete, "complete at {}", esc(path));
+        let mut want = [false; 256];
+        for (p, &a) in parts.iter().zip(&alive) {
+            if a {
+                for (w, x) in want.iter_mut().zip(allowed(p)) {
+                    *w |= x;
+                }
+            }
+        }
+        assert_eq!(allowed(union), want, "allowed bytes at {}", esc(path));
+        if path.len() == depth {
+            return;
+        }
+        for &b in alphabet {
+            if !want[b as usize] {
+                continue;
+            }
+            let len = path.len();
+            path.push(b);
+            for (p, &a) in parts.iter_mut().zip(&alive) {
+                if a {
+                    p.feed_byte(b);
+                }
+            }
+            assert!(union.feed_byte(b));
+            go(parts, union, path, alphabet, depth);
+            for p in parts.iter_mut() {
+                p.rollback_to(len);
+            }
+            assert!(union.rollback_to(len));
+            path.pop();
+        }
+    }
+    go(&mut parts, union, &mut path, alphabet, depth);
+}
+
+#[test]
+fn unions_of_any_orders_complete_together() {
+    // Objects that start at the same byte and share members: their completions from one origin
+    // are handled in one pass; each keeps its own members and requirements.
+    let bodies = [
+        "'{' any_order!(',', 'a', 'b'?, 'c'*) '}'",
+        "'{' any_order!(',', 'a'?, 'b') '}'",
+        "'{' any_order!(',', 'a', 'c'+) '}' 'x'?",
+        "'{' any_order!('', 'a', 'b', 'ab'?) '}'",
+    ];
+    let rec = |body: &str| {
+        let g = Grammar::compile(&format!("start ::= {body};"), &CompileOptions::default());
+        Recognizer::new(std::sync::Arc::new(g.unwrap()))
+    };
+    let parts: Vec<Recognizer> = bodies.iter().map(|b| rec(b)).collect();
+    let mut union = rec(&bodies.join(" | "));
+    walk_union(&parts, &mut union, b"{}abc,x", 9);
+}
+
+#[test]
+fn many_objects_that_start_together_stay_within_the_work_limit() {
+    // 64 object shapes of 12 keys each, all alive for the whole document: one pass over the
+    // object's first set per member end, not one per object (which needed ~64 times the work).
+    let keys: Vec<String> = (0..12).map(|k| format!("'k{k}:' v")).collect();
+    let objects: Vec<String> = (0..64)
+        .map(|i| format!("'{{' any_order!(',', {}, 'z{i}:' v?) '}}'", keys.join(", ")))
+        .collect();
+    let text = format!("start ::= {}; v ::= #\"[0-9]+\";", objects.join(" | "));
+    let opts = CompileOptions {
+        max_work_per_byte: 20_000,
+        ..CompileOptions::default()
+    };
+    let g = std::sync::Arc::new(Grammar::compile(&text, &opts).unwrap());
+    let mut r = Recognizer::new(g);
+    let doc: Vec<String> = (0..12).rev().map(|k| format!("k{k}:{k}")).collect();
+    let doc = format!("{{{},z7:1}}", doc.join(","));
+    assert!(r.try_feed(doc.as_bytes()).unwrap(), "{doc}");
+    assert!(r.is_complete());
+}
+
+#[test]
+fn members_that_may_be_left_out_need_not_be_productive() {
+    // A tree whose children are optional members: the object is productive without them. A
+    // member with no finite text at all is dropped, not the whole object.
+    let text =
+        "start ::= node; node ::= '{' any_order!(',', 'v', ('n:' node)?, ('d:' dead)*) '}'; \
+                dead ::= 'x' dead;";
+    let g = std::sync::Arc::new(Grammar::compile(text, &CompileOptions::default()).unwrap());
+    let accepts = |s: &str| {
+        let mut r = Recognizer::new(g.clone());
+        r.feed(s.as_bytes()) && r.is_complete()
+    };
+    for ok in ["{v}", "{n:{v},v}", "{v,n:{n:{v},v}}"] {
+        assert!(accepts(ok), "{ok}");
+    }
+    for bad in ["{n:{v}}", "{v,v}", "{v,d:x}", "{v,n:{v},n:{v}}"] {
+        assert!(!accepts(bad), "{bad}");
+    }
+    let mut r = Recognizer::new(g.clone());
+    assert!(r.feed(b"{v,"));
+    assert!(
+        !allowed(&r)[b'd' as usize],
+        "a dropped member is never offered"
+    );
+    let err = Grammar::compile(
+        "start ::= '{' any_order!(',', 'v', dead) '}'; dead ::= 'x' dead;",
+        &CompileOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("empty"), "{err}");
+}

@@ -100,6 +100,8 @@ struct Scratch {
     /// nonterminal read (0 for every other nonterminal).
     completions: Vec<(u32, u32, u32)>,
     done: Vec<(u32, u32, u32)>,
+    /// Pending completions from one origin, `(lhs, value)`, handled in one pass over its set.
+    batch: Vec<(u32, u32)>,
     predict_stack: Vec<u32>,
     /// `predicted[nt] == stamp` iff nt was predicted in the set being built.
     predicted: Vec<u32>,

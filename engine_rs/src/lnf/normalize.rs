@@ -7,6 +7,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::bnf::{Bnf, Sym, UniqueProductions};
 use crate::dfa::{CombineBudget, Dfa, Part, RightLinear};
 use crate::error::{Diagnostic, ErrorKind, Span};
+use crate::kbnf::ast::MemberKind;
 use crate::options::CompileOptions;
 
 /// Productions with more nullable symbols than this are split before nullable elimination, keeping
@@ -213,9 +214,17 @@ fn terminal_productive(bnf: &Bnf, s: Sym) -> bool {
 }
 
 /// Removes productions using non-productive symbols, then nonterminals unreachable from start.
+/// An `any_order!` is productive when its separator, its required members and some member are:
+/// its other members may be left out, so a non-productive one (say an optional member that
+/// only recurses) is dropped from it rather than emptying it.
 fn remove_useless(bnf: &mut Bnf) {
     let n = bnf.rules.len();
+    let opaque = bnf.opaque();
     let mut productive = vec![false; n];
+    let sym_ok = |bnf: &Bnf, productive: &[bool], s: Sym| match s {
+        Sym::Nt(m) => productive[m as usize],
+        t => terminal_productive(bnf, t),
+    };
     let mut changed = true;
     while changed {
         changed = false;
@@ -223,26 +232,57 @@ fn remove_useless(bnf: &mut Bnf) {
             if productive[nt] {
                 continue;
             }
-            if bnf.rules[nt].iter().any(|alt| {
-                alt.iter().all(|&s| match s {
-                    Sym::Nt(m) => productive[m as usize],
-                    t => terminal_productive(bnf, t),
-                })
-            }) {
+            let ok = if opaque[nt] {
+                any_order_productive(bnf, nt as u32, |s| sym_ok(bnf, &productive, s))
+            } else {
+                bnf.rules[nt]
+                    .iter()
+                    .any(|alt| alt.iter().all(|&s| sym_ok(bnf, &productive, s)))
+            };
+            if ok {
                 productive[nt] = true;
                 changed = true;
             }
         }
     }
+    for a in 0..bnf.any_orders.len() {
+        let (nt, skip) = (
+            bnf.any_orders[a].nt as usize,
+            bnf.any_orders[a].sep as usize,
+        );
+        if !productive[nt] || bnf.rules[nt].is_empty() {
+            continue;
+        }
+        // (only members that may be left out are dropped: the required ones are productive)
+        let alt = &bnf.rules[nt][0];
+        let keep: Vec<bool> = alt[skip..]
+            .iter()
+            .map(|&s| sym_ok(bnf, &productive, s))
+            .collect();
+        if keep.iter().all(|&k| k) {
+            continue;
+        }
+        let mut placeholder = alt[..skip].to_vec();
+        let mut kinds = Vec::new();
+        for ((&s, &kind), &k) in alt[skip..].iter().zip(&bnf.any_orders[a].kinds).zip(&keep) {
+            if k {
+                placeholder.push(s);
+                kinds.push(kind);
+            }
+        }
+        bnf.rules[nt] = vec![placeholder];
+        bnf.any_orders[a].kinds = kinds;
+    }
     for nt in 0..n {
+        if opaque[nt] {
+            if !productive[nt] {
+                bnf.rules[nt].clear();
+            }
+            continue;
+        }
         let keep: Vec<Vec<Sym>> = std::mem::take(&mut bnf.rules[nt])
             .into_iter()
-            .filter(|alt| {
-                alt.iter().all(|&s| match s {
-                    Sym::Nt(m) => productive[m as usize],
-                    t => terminal_productive(bnf, t),
-                })
-            })
+            .filter(|alt| alt.iter().all(|&s| sym_ok(bnf, &productive, s)))
             .collect();
         bnf.rules[nt] = keep;
     }
@@ -252,6 +292,24 @@ fn remove_useless(bnf: &mut Bnf) {
             rules.clear();
         }
     }
+}
+
+/// Whether the `any_order!` nonterminal `nt` derives some text, given which symbols do (`ok`):
+/// its separator and required members do, and at least one member does.
+fn any_order_productive(bnf: &Bnf, nt: u32, ok: impl Fn(Sym) -> bool) -> bool {
+    let Some(spec) = bnf.any_orders.iter().find(|a| a.nt == nt) else {
+        return false;
+    };
+    let Some(alt) = bnf.rules[nt as usize].first() else {
+        return false;
+    };
+    let skip = spec.sep as usize;
+    alt[..skip].iter().all(|&s| ok(s))
+        && alt[skip..].iter().any(|&s| ok(s))
+        && alt[skip..]
+            .iter()
+            .zip(&spec.kinds)
+            .all(|(&s, &k)| matches!(k, MemberKind::Optional | MemberKind::Many) || ok(s))
 }
 
 fn reachable(bnf: &Bnf) -> Vec<bool> {
