@@ -87,16 +87,19 @@ def compile_target(
     *,
     translate: Callable[..., str] | None = None,
     compile_kbnf: Callable[..., CompiledGrammar] | None = None,
+    property_order: str = "schema",
 ) -> tuple[str, CompiledGrammar]:
     """``(kbnf, compiled grammar)`` for a resolved non-text target, through ``cache``, under
     ``limits`` (the options that are set become part of the cache keys). ``translate`` defaults
     to the translator; grammars compile through ``cache`` (the engine's memory cache and the disk
-    layer) unless ``compile_kbnf`` replaces the engine (a seam for tests' reference engines)."""
+    layer) unless ``compile_kbnf`` replaces the engine (a seam for tests' reference engines).
+    ``property_order`` is the translator's (``"any"``: object properties in any order)."""
     kbnf = target.kbnf
     if kbnf is None:
-        kbnf = schema_kbnf(
-            target.json_schema, limits.translator_options(), cache, translate=translate
-        )
+        options: dict[str, Any] = dict(limits.translator_options())
+        if property_order != "schema":
+            options["property_order"] = property_order
+        kbnf = schema_kbnf(target.json_schema, options, cache, translate=translate)
     engine_limits = limits.engine_options()
     if compile_kbnf is not None:
         return kbnf, compile_kbnf(kbnf, vocab, **engine_limits)

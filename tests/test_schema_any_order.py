@@ -200,3 +200,32 @@ def test_recursive_optional_members() -> None:
     docs += [{"next": {"v": 2}}, {"v": 1, "next": {"v": 2, "next": {"next": {"v": 3}, "v": 4}}}]
     for doc in docs:
         assert g.accepts(json.dumps(doc).encode()) == validator.is_valid(doc), doc
+
+
+def test_generate_writes_the_models_order() -> None:
+    """``generate(..., property_order="any")``: a model preferring ``b`` first writes it first;
+    in the schema's order it cannot."""
+    from test_sdk_content import ScriptedLM, _model, _tok
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    }
+    model = _model(ScriptedLM([_tok(t) for t in ['{"', "b", '":', " ", "1", ",", ' "', "a", "}"]]))
+    texts = {}
+    for order in ["schema", "any"]:
+        r = model.generate(
+            "x",
+            schema,
+            return_result=True,
+            max_new_tokens=40,
+            chat_template=False,
+            property_order=order,
+        )
+        texts[order] = r.text
+        assert r.value == json.loads(r.text)
+    assert texts["schema"].startswith('{"a"') and texts["any"].startswith('{"b"'), texts
+    with pytest.raises(ValueError, match="property_order"):
+        model.generate("x", tools=[], property_order="any")

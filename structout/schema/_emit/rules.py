@@ -53,6 +53,8 @@ class RuleSet:
     def add_rule(self, name: str, alts: list[Alt]) -> None:
         if any(isinstance(s, tuple) and s[0] == "any_order" for a in alts for s in a):
             self.any_order_alts[name] = alts
+        else:
+            self.any_order_alts.pop(name, None)
         self.add_rendered(name, *render_rule(alts))
 
     def add_rendered(self, name: str, texts: list[str], refs: list[list[str]]) -> None:
