@@ -229,3 +229,35 @@ def test_generate_writes_the_models_order() -> None:
     assert texts["schema"].startswith('{"a"') and texts["any"].startswith('{"b"'), texts
     with pytest.raises(ValueError, match="property_order"):
         model.generate("x", tools=[], property_order="any")
+
+
+def test_compiled_grammar_from_disk_keeps_the_member_sets(tmp_path: Path) -> None:
+    """The disk entry of an any-order grammar carries its parametric tables: the grammar loaded
+    back has the same exact masks (brute-forced) and still refuses a repeated key."""
+    from structout.cache import CompileCache, flush_disk_writes
+
+    vocab = small_vocab()
+    tokenize = fewest_tokens(vocab)
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "d": {"type": "null"}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    }
+    kbnf = to_kbnf(schema, property_order="any")
+    cache = CompileCache(tmp_path)
+    so.configure_cache(128, clear=True)
+    first = cache.compiled_grammar(kbnf, vocab)
+    flush_disk_writes()
+    so.configure_cache(128, clear=True)
+    loaded = cache.compiled_grammar(kbnf, vocab)
+    assert loaded is not first and cache.stats().grammar_disk_hits == 1
+    rng = random.Random(7)
+    text = b'{"d": null, "b": "ab", "a": 1}'
+    tokens = tokenize(text)
+    feed_and_check(loaded, vocab, tokens, text.decode(), range(len(tokens) + 1), rng)
+    m = loaded.matcher()
+    assert all(m.accept_token(t) for t in tokenize(b'{"b": "ab", "a": 1'))
+    f = m.fork()
+    assert all(f.accept_token(t) for t in tokenize(b', "d"'))
+    assert not all(m.accept_token(t) for t in tokenize(b', "b"'))
