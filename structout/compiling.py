@@ -86,16 +86,17 @@ def compile_target(
     vocab: Vocabulary | Any,
     limits: Limits,
     engine: Engine,
+    *,
+    property_order: str = "schema",
 ) -> tuple[str, CompiledGrammar]:
     """``(kbnf, compiled grammar)`` for a resolved non-text target: translated by ``engine``
     through ``cache``'s schema layer, compiled by ``engine`` under ``limits`` (the options that
-    are set become part of the cache keys)."""
+    are set become part of the cache keys). ``property_order`` is the translator's (``"any"``:
+    object properties in any order)."""
     kbnf = target.kbnf
     if kbnf is None:
-        kbnf = schema_kbnf(
-            target.json_schema,
-            limits.translator_options(),
-            cache,
-            translate=engine.translate_schema,
-        )
+        options: dict[str, Any] = dict(limits.translator_options())
+        if property_order != "schema":
+            options["property_order"] = property_order
+        kbnf = schema_kbnf(target.json_schema, options, cache, translate=engine.translate_schema)
     return kbnf, engine.compile_kbnf(cache, kbnf, vocab, limits.engine_options())

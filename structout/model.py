@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover
         schema_in_prompt: bool
         loop_guard: LoopGuard | bool
         score_choices: bool
+        property_order: str
 
     class StreamOptions(_CommonOptions, total=False):
         """Keyword options of :meth:`Model.stream` (and of ``generate``), for the overloads."""
@@ -343,13 +344,17 @@ class Model:
         return [int(i) for i in ids]
 
     # --------------------------------------------------------------------------- compiling
-    def compile(self, schema: Any) -> CompiledTarget:
-        """Resolve and compile ``schema`` for this model (cached; see ``structout.cache``)."""
+    def compile(self, schema: Any, *, property_order: str = "schema") -> CompiledTarget:
+        """Resolve and compile ``schema`` for this model (cached; see ``structout.cache``).
+        ``property_order="any"``: JSON objects may write their properties in any order (see
+        ``structout.schema.to_kbnf``)."""
         t0 = time.perf_counter()
         target = resolve_schema(schema)
         if target.kind == "text":
             return CompiledTarget(target, None, None, (time.perf_counter() - t0) * 1e3)
-        kbnf, grammar = compile_target(self.cache, target, self.vocab, self.limits, self.engine)
+        kbnf, grammar = compile_target(
+            self.cache, target, self.vocab, self.limits, self.engine, property_order=property_order
+        )
         return CompiledTarget(target, grammar, kbnf, (time.perf_counter() - t0) * 1e3)
 
     # -------------------------------------------------------------------------- generating
@@ -485,6 +490,7 @@ class Model:
         loop_guard: LoopGuard | bool = True,
         score_choices: bool = True,
         calibration: Prompt | None = None,
+        property_order: str = "schema",
     ) -> Any:
         """Generate one value of ``schema`` (a type, a JSON Schema dict or ``structout.KBNF``).
 
@@ -508,8 +514,13 @@ class Model:
         of each whole option (see :mod:`structout.choices`), calibrated against
         ``calibration`` when given: the same prompt with its content replaced by ``N/A`` (what
         ``@structured`` passes), so the options' prior and position weigh less than the content.
+
+        ``property_order="any"`` lets JSON objects write their properties in any order (each at
+        most once; see ``structout.schema.to_kbnf``), not with ``tools`` or ``reasoning``.
         """
         if tools is not None or reasoning:
+            if property_order != "schema":
+                raise ValueError("property_order applies to schema= targets, not tools/reasoning")
             turn = Turn.make(
                 self.tokenizer,
                 schema,
@@ -541,6 +552,7 @@ class Model:
             loop_guard=loop_guard,
             score_choices=score_choices,
             calibration=None if calibration is None else [calibration],
+            property_order=property_order,
         )[0]
 
     @overload
@@ -611,6 +623,7 @@ class Model:
         loop_guard: LoopGuard | bool = True,
         score_choices: bool = True,
         calibration: Sequence[Prompt | None] | None = None,
+        property_order: str = "schema",
     ) -> list[Any]:
         """Generate one value per prompt in a single batched decode.
 
@@ -626,7 +639,7 @@ class Model:
         schemas = list(schema) if isinstance(schema, list) else [schema] * len(prompts)
         if len(schemas) != len(prompts):
             raise ValueError(f"{len(schemas)} schemas for {len(prompts)} prompts")
-        compiled = [self.compile(s) for s in schemas]
+        compiled = [self.compile(s, property_order=property_order) for s in schemas]
         if ignore_eos and any(c.grammar is not None for c in compiled):
             raise ValueError("ignore_eos is only meaningful for unconstrained generation")
         params = SamplingParams(max_new_tokens, temperature, top_p, seed, jump_forward, ignore_eos)
@@ -723,6 +736,7 @@ class Model:
         score_choices: bool = True,
         calibration: Prompt | None = None,
         partial: bool = False,
+        property_order: str = "schema",
     ) -> Stream[Any] | PartialStream[Any]:
         """Iterate over text chunks as they are generated; the last item is the typed value.
 
@@ -735,7 +749,7 @@ class Model:
         values the grammar has made final (see :mod:`structout.partial_stream`); also ``async
         for``.
         """
-        compiled = self.compile(schema)
+        compiled = self.compile(schema, property_order=property_order)
         params = SamplingParams(max_new_tokens, temperature, top_p, seed, jump_forward, False)
         ids = self._prompt_ids(prompt_or_messages, compiled.target, chat_template, schema_in_prompt)
         tokens = self._token_space()

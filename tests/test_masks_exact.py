@@ -676,6 +676,31 @@ def small_vocab() -> Any:
     return so.Vocabulary.from_bytes(toks, eos_token_ids=[0], vocab_size=len(toks) + 11)
 
 
+def fewest_tokens(vocab: Any) -> Callable[[bytes], list[int]]:
+    """A tokenizer into ``vocab``'s fewest non-special tokens (dynamic programming)."""
+    by_bytes: dict[bytes, int] = {}
+    for i, b in enumerate(vocab.all_token_bytes()):
+        if b and not vocab.is_special(i):
+            by_bytes.setdefault(b, i)
+
+    def tokenize(text: bytes) -> list[int]:
+        best: list[list[int] | None] = [[]] + [None] * len(text)
+        for i in range(len(text)):
+            cur = best[i]
+            if cur is None:
+                continue
+            for n in range(1, min(60, len(text) - i) + 1):
+                t = by_bytes.get(text[i : i + n])
+                nxt = best[i + n]
+                if t is not None and (nxt is None or len(cur) + 1 < len(nxt)):
+                    best[i + n] = cur + [t]
+        out = best[len(text)]
+        assert out is not None, f"cannot tokenize {text!r}"
+        return out
+
+    return tokenize
+
+
 def random_walks(
     g: Any,
     vocab: Any,
@@ -861,26 +886,7 @@ def test_small_grammar_sentences() -> None:
     """Known sentences, tokenized greedily into the small vocabulary, are accepted token by token
     with exact masks at every position."""
     vocab = small_vocab()
-    by_bytes: dict[bytes, int] = {}
-    for i, b in enumerate(vocab.all_token_bytes()):
-        if b and not vocab.is_special(i):
-            by_bytes.setdefault(b, i)
-
-    def tokenize(text: bytes) -> list[int]:
-        """Fewest-token segmentation (dynamic programming)."""
-        best: list[list[int] | None] = [[]] + [None] * len(text)
-        for i in range(len(text)):
-            cur = best[i]
-            if cur is None:
-                continue
-            for n in range(1, min(60, len(text) - i) + 1):
-                t = by_bytes.get(text[i : i + n])
-                nxt = best[i + n]
-                if t is not None and (nxt is None or len(cur) + 1 < len(nxt)):
-                    best[i + n] = cur + [t]
-        out = best[len(text)]
-        assert out is not None, f"cannot tokenize {text!r}"
-        return out
+    tokenize = fewest_tokens(vocab)
 
     sentences = {
         "bounded_tags": [b"<abcde><><xyz>"],

@@ -263,6 +263,7 @@ def translate(
             max_schema_depth=o.max_schema_depth,
             pointer_of=compiler.origin.get,
             max_number_length=o.max_number_length or None,
+            property_order=o.property_order,
         )
         emitter.emit_start(root)
         text = emitter.render()

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_MAX_SCHEMA_WORK",
     "DEFAULT_MAX_SUBSCHEMAS",
     "DEFAULT_MAX_WHITESPACE",
+    "PROPERTY_ORDERS",
     "TranslatorOptions",
 ]
 
@@ -29,6 +30,8 @@ DEFAULT_MAX_SCHEMA_DEPTH = 256
 DEFAULT_MAX_SUBSCHEMAS = 100_000
 DEFAULT_MAX_PATTERN_LENGTH = 16_384
 DEFAULT_MAX_SCHEMA_WORK = MAX_WORK
+#: Values of ``property_order``: the schema's order, or any order.
+PROPERTY_ORDERS = ("schema", "any")
 
 #: Limits that must be positive integers.
 _POSITIVE = ("max_whitespace", "max_schema_depth", "max_subschemas", "max_pattern_length",
@@ -54,6 +57,11 @@ class TranslatorOptions:
         max_number_length: accept only numbers of at most this many characters (``None`` or 0:
             any length). A sound subset meant for generation, where a small model may write
             digits until its token budget runs out; :class:`structout.Limits` sets it by default.
+        property_order: ``"schema"`` (objects write their properties in the schema's order) or
+            ``"any"`` (in any order, each at most once; the engine tracks the keys read, see
+            docs/json_schema.md). Objects with ``minProperties``/``maxProperties``, with
+            constraints on the other keys' existence, or with more than 32 named properties
+            keep the schema's order.
     """
 
     whitespace: str = "compact"
@@ -68,6 +76,7 @@ class TranslatorOptions:
     max_pattern_length: int = DEFAULT_MAX_PATTERN_LENGTH
     max_schema_work: int = DEFAULT_MAX_SCHEMA_WORK
     max_number_length: int | None = None
+    property_order: str = "schema"
 
     def __post_init__(self) -> None:
         if self.whitespace not in ("compact", "flexible"):
@@ -81,6 +90,10 @@ class TranslatorOptions:
         n = self.max_number_length
         if n is not None and (not _is_int(n) or n < 0):
             raise ValueError(f"max_number_length must be a non-negative integer or None, got {n!r}")
+        if self.property_order not in PROPERTY_ORDERS:
+            raise ValueError(
+                f"property_order must be 'schema' or 'any', got {self.property_order!r}"
+            )
 
     def common_shape_applies(self) -> bool:
         """The engine's common-shape translator covers these options: the default layout and

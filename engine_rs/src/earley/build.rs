@@ -18,18 +18,19 @@ pub(super) struct Build<'a> {
 }
 
 impl Build<'_> {
-    /// Moves the dot past a fully matched symbol: item `(pos, start)` in set `here`.
+    /// Moves the dot past a fully matched symbol: item `(pos, start, state)` in set `here` (`state`
+    /// is 0 outside `any_order!` productions, where it is the set of members read).
     #[inline]
-    pub(super) fn advance(&mut self, pos: u32, start: u32, here: u32) {
+    pub(super) fn advance(&mut self, pos: u32, start: u32, state: u32, here: u32) {
         let lnf = self.lnf;
         match lnf.syms[pos as usize] {
-            LSym::End(lhs) => self.s.completions.push((lhs, start)),
+            LSym::End(lhs) => {
+                // Completing an `any_order!` nonterminal yields the members read, its own included.
+                let value = lnf.param_pos(pos).map_or(0, |p| state | p.bit);
+                self.s.completions.push((lhs, start, value));
+            }
             LSym::Nt(b) => {
-                if self.add_wait(Item {
-                    pos,
-                    start,
-                    state: 0,
-                }) {
+                if self.add_wait(Item { pos, start, state }) {
                     self.predict(b, here);
                 }
             }
@@ -124,15 +125,15 @@ impl Build<'_> {
         let max_items = self.opts.max_items_per_set;
         let max_work = self.opts.max_work_per_byte;
         let mut work = 0usize;
-        while let Some((lhs, origin)) = self.s.completions.pop() {
-            if !self.first_completion(lhs, origin) {
+        while let Some((lhs, origin, value)) = self.s.completions.pop() {
+            if !self.first_completion(lhs, origin, value) {
                 continue;
             }
             if lhs == 0 && origin == 0 {
                 complete = true;
             }
             if let Some(e) = self.leo_lookup(origin, lhs) {
-                self.s.completions.push((e.top_nt, e.top_start));
+                self.s.completions.push((e.top_nt, e.top_start, 0));
                 continue;
             }
             let set = self.sets[origin as usize];
@@ -143,11 +144,16 @@ impl Build<'_> {
                     value: max_work,
                 });
             }
-            for k in set.wait as usize..set.end as usize {
-                let it = self.items[k];
-                if self.lnf.syms[it.pos as usize] == LSym::Nt(lhs) {
-                    self.advance(it.pos + 1, it.start, here);
+            if self.lnf.nt_any_order.is_empty() {
+                // (no `any_order!`: every completion is plain)
+                for k in set.wait as usize..set.end as usize {
+                    let it = self.items[k];
+                    if self.lnf.syms[it.pos as usize] == LSym::Nt(lhs) {
+                        self.advance(it.pos + 1, it.start, it.state, here);
+                    }
                 }
+            } else {
+                complete |= self.complete_parametric(lhs, origin, value, here);
             }
             if self.s.scan.len() + self.s.wait.len() > max_items {
                 return Err(EngineError::Limit {
@@ -159,9 +165,99 @@ impl Build<'_> {
         Ok(complete)
     }
 
-    pub(super) fn first_completion(&mut self, lhs: u32, origin: u32) -> bool {
+    /// Moves `it` (in a finished set, waiting on `lhs`) past `lhs`, completed with `value`. For
+    /// an `any_order!` nonterminal, `X ::= . X sep m_i` goes on with the members read when `m_i`
+    /// may occur again, and any other item only once every required member is read.
+    #[inline]
+    fn advance_over(&mut self, it: Item, lhs: u32, value: u32, here: u32) {
+        let Some(ao) = self.lnf.any_order(lhs) else {
+            self.advance(it.pos + 1, it.start, it.state, here);
+            return;
+        };
+        match self.lnf.param_pos(it.pos) {
+            Some(p) if p.lhs == lhs => {
+                if value & p.bit & ao.once == 0 {
+                    self.advance(it.pos + 1, it.start, value, here);
+                }
+            }
+            _ => {
+                if value & ao.required == ao.required {
+                    self.advance(it.pos + 1, it.start, it.state, here);
+                }
+            }
+        }
+    }
+
+    /// Puts `(lhs, value)` and every other pending completion from `origin` that is new and has
+    /// no Leo entry into `batch` (taking them off the pending list; Leo shortcuts go back on it),
+    /// so that one pass over the origin set completes them all: a union of many objects in any
+    /// order that start together finishes a member, and each object, in all of them at once
+    /// (one pass per completion made some schemas' bytes cost 100 times the work).
+    /// Returns whether the start symbol completed from origin 0 among them.
+    fn gather_same_origin(&mut self, lhs: u32, origin: u32, value: u32) -> bool {
+        let mut complete = false;
+        self.s.batch.clear();
+        self.s.batch.push((lhs, value));
+        let mut k = 0;
+        while k < self.s.completions.len() {
+            let (l, o, v) = self.s.completions[k];
+            if o != origin {
+                k += 1;
+                continue;
+            }
+            self.s.completions.swap_remove(k);
+            if !self.first_completion(l, o, v) {
+                continue;
+            }
+            complete |= l == 0 && o == 0;
+            match self.leo_lookup(o, l) {
+                Some(e) => self.s.completions.push((e.top_nt, e.top_start, 0)),
+                None => self.s.batch.push((l, v)),
+            }
+        }
+        complete
+    }
+
+    /// In a grammar with `any_order!`: completes `lhs` with `value` from `origin`, with the other
+    /// pending completions from there (see [`Build::gather_same_origin`]). Returns whether the
+    /// start symbol completed from origin 0 among those.
+    fn complete_parametric(&mut self, lhs: u32, origin: u32, value: u32, here: u32) -> bool {
+        let complete = self.gather_same_origin(lhs, origin, value);
+        if self.s.batch.len() == 1 {
+            let set = self.sets[origin as usize];
+            for k in set.wait as usize..set.end as usize {
+                let it = self.items[k];
+                if self.lnf.syms[it.pos as usize] == LSym::Nt(lhs) {
+                    self.advance_over(it, lhs, value, here);
+                }
+            }
+        } else {
+            self.complete_batch(origin, here);
+        }
+        complete
+    }
+
+    /// Completes every `(lhs, value)` of `batch` from `origin` in one pass over the origin set.
+    fn complete_batch(&mut self, origin: u32, here: u32) {
+        let mut batch = std::mem::take(&mut self.s.batch);
+        batch.sort_unstable();
+        let set = self.sets[origin as usize];
+        for k in set.wait as usize..set.end as usize {
+            let it = self.items[k];
+            let LSym::Nt(b) = self.lnf.syms[it.pos as usize] else {
+                continue;
+            };
+            let from = batch.partition_point(|&(l, _)| l < b);
+            for &(l, v) in batch[from..].iter().take_while(|&&(l, _)| l == b) {
+                self.advance_over(it, l, v, here);
+            }
+        }
+        self.s.batch = batch;
+    }
+
+    pub(super) fn first_completion(&mut self, lhs: u32, origin: u32, value: u32) -> bool {
         let s = &mut self.s;
-        let key = (lhs, origin);
+        let key = (lhs, origin, value);
         if s.done.len() < LINEAR_DEDUP {
             if s.done.contains(&key) {
                 return false;

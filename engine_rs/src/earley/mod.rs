@@ -96,8 +96,12 @@ pub struct Recognizer {
 struct Scratch {
     scan: Vec<Item>,
     wait: Vec<Item>,
-    completions: Vec<(u32, u32)>,
-    done: Vec<(u32, u32)>,
+    /// Pending completions `(lhs, origin, value)`: `value` is the set of members an `any_order!`
+    /// nonterminal read (0 for every other nonterminal).
+    completions: Vec<(u32, u32, u32)>,
+    done: Vec<(u32, u32, u32)>,
+    /// Pending completions from one origin, `(lhs, value)`, handled in one pass over its set.
+    batch: Vec<(u32, u32)>,
     predict_stack: Vec<u32>,
     /// `predicted[nt] == stamp` iff nt was predicted in the set being built.
     predicted: Vec<u32>,
@@ -107,7 +111,7 @@ struct Scratch {
     stamp: u32,
     scan_set: FxHashSet<Item>,
     wait_set: FxHashSet<Item>,
-    done_set: FxHashSet<(u32, u32)>,
+    done_set: FxHashSet<(u32, u32, u32)>,
 }
 
 impl Recognizer {
@@ -337,7 +341,7 @@ impl Recognizer {
                     let lit = lnf.literal(l);
                     if lit[it.state as usize] == byte {
                         if it.state as usize + 1 == lit.len() {
-                            b.advance(it.pos + 1, it.start, next);
+                            b.advance(it.pos + 1, it.start, 0, next);
                         } else {
                             b.add_scan(Item {
                                 state: it.state + 1,
@@ -351,7 +355,7 @@ impl Recognizer {
                     let t = dfa.next(it.state, byte);
                     if t != DEAD {
                         if dfa.is_accept(t) {
-                            b.advance(it.pos + 1, it.start, next);
+                            b.advance(it.pos + 1, it.start, 0, next);
                         }
                         if dfa.can_continue(t) {
                             b.add_scan(Item { state: t, ..it });
@@ -365,7 +369,7 @@ impl Recognizer {
                     let consumed = next_at - b.sets[it.start as usize].at;
                     if t != DEAD && consumed.saturating_add(dfa.min_to_accept(t)) <= info.max {
                         if dfa.is_accept(t) {
-                            b.advance(it.pos + 1, it.start, next);
+                            b.advance(it.pos + 1, it.start, 0, next);
                         }
                         if consumed < info.max && dfa.can_continue(t) {
                             b.add_scan(Item { state: t, ..it });
@@ -516,6 +520,13 @@ impl Recognizer {
             if self.scratch.count[b as usize] != 1 {
                 continue;
             }
+            // Completions of `any_order!` nonterminals carry the members read, which a Leo
+            // entry would drop: no entry waits on one or passes through one.
+            if !lnf.nt_any_order.is_empty()
+                && (lnf.any_order(b).is_some() || lnf.param_pos(it.pos).is_some())
+            {
+                continue;
+            }
             if let LSym::End(lhs) = lnf.syms[it.pos as usize + 1] {
                 let entry = match self.leo_lookup_before(it.start, lhs, index) {
                     Some(e) => LeoEntry { nt: b, ..e },
@@ -616,6 +627,10 @@ impl Recognizer {
                 }
                 let c = canon(&mut origins, it.start);
                 key.extend_from_slice(&[it.pos, c]);
+                if lnf.param_pos(it.pos).is_some() {
+                    // (the members an `any_order!` item has read; the position says it has them)
+                    key.push(it.state);
+                }
             }
             for e in leo {
                 let c = canon(&mut origins, e.top_start);

@@ -44,6 +44,13 @@ pub enum ExprKind {
     /// `json_string_except!('w1', 'w2', ...)`: a JSON string literal, quotes included, whose
     /// decoded value is none of the words (see `dfa::words` for the exact language).
     JsonStringExcept(Vec<String>),
+    /// `any_order!(sep, m1, m2?, m3*, m4+)`: the members joined by `sep` (`''`: nothing between),
+    /// in any order; a plain member exactly once, `?` at most once, `*` any number of times, `+`
+    /// at least once. At least one member in all (see `lnf::AnyOrder`).
+    AnyOrder {
+        sep: Option<Box<Expr>>,
+        members: Vec<(Expr, MemberKind)>,
+    },
     /// Juxtaposition, at least two items.
     Concat(Vec<Expr>),
     /// `a | b | ...`, at least two items.
@@ -54,4 +61,17 @@ pub enum ExprKind {
         min: u32,
         max: Option<u32>,
     },
+}
+
+/// How often a member of `any_order!` occurs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberKind {
+    /// Exactly once (no suffix).
+    Once,
+    /// At most once (`?`).
+    Optional,
+    /// Any number of times (`*`).
+    Many,
+    /// At least once (`+`).
+    Some,
 }

@@ -4,7 +4,7 @@
 //! rule it skips to the next `;` so that several errors are reported in one pass. Nesting depth is
 //! bounded so hostile input cannot overflow the stack.
 
-use super::ast::{Expr, ExprKind, GrammarAst, Rule};
+use super::ast::{Expr, ExprKind, GrammarAst, MemberKind, Rule};
 use crate::error::{Diagnostic, ErrorKind, Span};
 
 /// Deepest nesting of groups/operators accepted; deeper input is rejected with a diagnostic.
@@ -431,6 +431,10 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     return self.json_string_except(start);
                 }
+                if name == "any_order" && self.peek() == Some(b'!') {
+                    self.pos += 1;
+                    return self.any_order(start);
+                }
                 if self.peek() == Some(b'!') {
                     return Err(syntax(
                         Span::new(start, self.pos + 1),
@@ -438,8 +442,9 @@ impl<'a> Parser<'a> {
                     )
                     .hint(
                         "the special nonterminals are `except!(X)` / `except!(X, n)`, \
-                         `len!(X, min, max)`, `json_len!(X, min, max)` and \
-                         `json_string_except!('w1', 'w2', ...)`",
+                         `len!(X, min, max)`, `json_len!(X, min, max)`, \
+                         `json_string_except!('w1', 'w2', ...)` and \
+                         `any_order!(sep, a, b?, c*)`",
                     ));
                 }
                 Ok(Expr {
@@ -557,6 +562,68 @@ impl<'a> Parser<'a> {
             },
             span: Span::new(start, self.pos),
         })
+    }
+
+    /// `any_order!(sep, m1, m2?, m3*, m4+)`; the cursor is after the `!`. A member's top-level
+    /// `?`, `*` or `+` is its kind (see [`MemberKind`]); other counted repetitions are refused.
+    fn any_order(&mut self, start: usize) -> PResult<Expr> {
+        let usage = "write `any_order!(sep, a, b?, c*)`: a separator (`''` for none), then \
+                     members; `?` at most once, `*` any number, `+` at least once, none: once";
+        self.expect(b"(", "`(`", usage)?;
+        self.skip_trivia()?;
+        let outer = std::mem::replace(&mut self.comma_ends_expr, true);
+        let result = self.any_order_args(usage);
+        self.comma_ends_expr = outer;
+        let (sep, members) = result?;
+        self.expect(b")", "`)`", usage)?;
+        let sep = match sep.kind {
+            ExprKind::Literal(ref b) if b.is_empty() => None,
+            _ => Some(Box::new(sep)),
+        };
+        Ok(Expr {
+            kind: ExprKind::AnyOrder { sep, members },
+            span: Span::new(start, self.pos),
+        })
+    }
+
+    /// The separator and the members of `any_order!` (see [`Parser::any_order`]).
+    fn any_order_args(&mut self, usage: &str) -> PResult<(Expr, Vec<(Expr, MemberKind)>)> {
+        let sep = self.alternation()?;
+        let mut members = Vec::new();
+        loop {
+            self.skip_trivia()?;
+            if self.peek() != Some(b',') {
+                break;
+            }
+            self.pos += 1;
+            self.skip_trivia()?;
+            let member = self.alternation()?;
+            members.push(match member.kind {
+                ExprKind::Repeat { expr, min, max } => {
+                    let kind = match (min, max) {
+                        (0, Some(1)) => MemberKind::Optional,
+                        (0, None) => MemberKind::Many,
+                        (1, None) => MemberKind::Some,
+                        _ => {
+                            return Err(syntax(
+                                member.span,
+                                "an `any_order!` member may end in `?`, `*` or `+` only",
+                            )
+                            .hint(usage.to_owned()))
+                        }
+                    };
+                    (*expr, kind)
+                }
+                _ => (member, MemberKind::Once),
+            });
+        }
+        if members.is_empty() {
+            return Err(
+                syntax(self.here(), "`any_order!` needs at least one member")
+                    .hint(usage.to_owned()),
+            );
+        }
+        Ok((sep, members))
     }
 
     /// `json_string_except!('w1', 'w2', ...)` (no words: any JSON string); the cursor is after

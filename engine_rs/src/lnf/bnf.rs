@@ -7,6 +7,8 @@ use std::hash::{Hash, Hasher};
 use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::dfa::Dfa;
+use crate::error::Span;
+use crate::kbnf::ast::MemberKind;
 
 /// A grammar symbol. Terminals in LNF always stand for *non-empty* matches: empty matches are
 /// handled by nullable elimination.
@@ -47,6 +49,19 @@ pub struct Bnf {
     pub regexes: Vec<RegexTerm>,
     pub regex_ids: FxHashMap<String, u32>,
     pub excepts: Vec<ExceptTerm>,
+    /// The `any_order!` nonterminals: each has one placeholder production (see
+    /// [`AnyOrderSpec`]) that normalization never rewrites, merges or inlines, only renames.
+    pub any_orders: Vec<AnyOrderSpec>,
+}
+
+/// An `any_order!` nonterminal: its placeholder production is the separator (when `sep`) then
+/// one symbol per member, of the kinds listed.
+#[derive(Clone, Debug)]
+pub struct AnyOrderSpec {
+    pub nt: u32,
+    pub sep: bool,
+    pub kinds: Vec<MemberKind>,
+    pub span: Span,
 }
 
 impl Bnf {
@@ -85,6 +100,15 @@ impl Bnf {
             dfa,
         });
         id
+    }
+
+    /// Per nonterminal: whether it is an `any_order!` placeholder (kept as written).
+    pub fn opaque(&self) -> Vec<bool> {
+        let mut out = vec![false; self.rules.len()];
+        for a in &self.any_orders {
+            out[a.nt as usize] = true;
+        }
+        out
     }
 
     pub fn symbol_count(&self) -> usize {

@@ -3,10 +3,11 @@
 
 use rustc_hash::FxHashMap;
 
-use super::bnf::{Bnf, ExceptTerm, RegexTerm, Sym};
+use super::bnf::{AnyOrderSpec, Bnf, ExceptTerm, RegexTerm, Sym};
+use super::MAX_ANY_ORDER_COUNTED;
 use crate::dfa::{escape_bytes, CharCount, Dfa, DfaError, PATTERN_BYTES_PER_LIMIT};
 use crate::error::{Diagnostic, ErrorKind, Span};
-use crate::kbnf::ast::{Expr, ExprKind, GrammarAst};
+use crate::kbnf::ast::{Expr, ExprKind, GrammarAst, MemberKind};
 use crate::options::CompileOptions;
 
 /// Repetition counts up to this are expanded as plain alternatives; larger ones use the
@@ -151,6 +152,7 @@ impl<'a> Lowerer<'a> {
                 json,
             } => self.len(arg, *min, *max, *json, e.span),
             ExprKind::JsonStringExcept(words) => self.json_string_except(words, e.span),
+            ExprKind::AnyOrder { sep, members } => self.any_order(sep.as_deref(), members, e.span),
             ExprKind::Concat(_) | ExprKind::Alt(_) => {
                 let alts = self.alternatives(e);
                 let nt = self.bnf.add_nt(format!("group@{}", e.span.start));
@@ -288,6 +290,40 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// `any_order!`: a nonterminal of its own whose one production lists the separator (if any)
+    /// and the members, a placeholder that normalization leaves in place (only renaming the
+    /// symbols) and [`super::Lnf::from_bnf`] replaces by the parametric productions.
+    fn any_order(&mut self, sep: Option<&Expr>, members: &[(Expr, MemberKind)], span: Span) -> Sym {
+        let counted = members
+            .iter()
+            .filter(|(_, k)| *k != MemberKind::Many)
+            .count();
+        if counted > MAX_ANY_ORDER_COUNTED {
+            self.diags.push(
+                Diagnostic::new(
+                    ErrorKind::Limit,
+                    span,
+                    format!(
+                        "`any_order!` has {counted} members that are counted (plain, `?` or \
+                         `+`), over the limit of {MAX_ANY_ORDER_COUNTED}"
+                    ),
+                )
+                .hint("split the members into fewer groups, or mark repeatable ones with `*`"),
+            );
+            return Sym::Nt(self.bnf.start);
+        }
+        let mut placeholder: Vec<Sym> = sep.map(|e| self.symbol(e)).into_iter().collect();
+        placeholder.extend(members.iter().map(|(e, _)| self.symbol(e)));
+        let nt = self.new_nt(format!("any_order@{}", span.start), vec![placeholder]);
+        self.bnf.any_orders.push(AnyOrderSpec {
+            nt,
+            sep: sep.is_some(),
+            kinds: members.iter().map(|(_, k)| *k).collect(),
+            span,
+        });
+        Sym::Nt(nt)
+    }
+
     /// The regex for the argument of `except!` / `len!` / `json_len!` (`construct`): a literal, a
     /// regex terminal, or a nonterminal whose rules are only literals combined by concatenation
     /// and alternation.
@@ -358,6 +394,7 @@ impl<'a> Lowerer<'a> {
             ExprKind::Len { json: true, .. } => Err(bad(arg.span, "a nested json_len!")),
             ExprKind::Repeat { .. } => Err(bad(arg.span, "a repetition (use a regex terminal)")),
             ExprKind::JsonStringExcept(_) => Err(bad(arg.span, "a json_string_except!")),
+            ExprKind::AnyOrder { .. } => Err(bad(arg.span, "an any_order!")),
         }
     }
 

@@ -5,9 +5,20 @@
 //! Earley item needs no separate rule/dot fields. Productions of nonterminal `n` start at
 //! `prod_starts[nt_prods[n]..nt_prods[n + 1]]`.
 //!
-//! Invariants established by normalization: no production is empty; no unit productions; every
-//! nonterminal is reachable from the start and productive; every terminal stands for non-empty
-//! matches; an `Except` symbol is always the first symbol of its production.
+//! Invariants established by normalization: no production is empty; no unit productions except
+//! into and out of `any_order!` nonterminals; every nonterminal is reachable from the start and
+//! productive; every terminal stands for non-empty matches; an `Except` symbol is always the first
+//! symbol of its production.
+//!
+//! `any_order!(sep, m1, ..., mn)` is a *parametric* nonterminal `X` (see [`AnyOrder`]) with the
+//! productions `X ::= m_i` and `X ::= X sep m_i` for each member, all of nonterminals (terminal
+//! members and separators get a wrapper nonterminal each), so every item of them is a wait item
+//! and its `state` is free to carry the set of counted members read so far (a bitset, one bit per
+//! member that is not `*`). Completing `X` yields that set, the item's state plus its member's bit
+//! ([`Lnf::param_pos`]). The recognizer advances `X ::= . X sep m_i` over a completed `X` only
+//! when member `i` may occur again, and any other item only when every required member is in the
+//! set; Leo items never pass through `X`. The language of `X` is therefore exactly the orders of
+//! the members that respect their counts.
 
 pub mod bnf;
 pub mod lower;
@@ -15,7 +26,9 @@ pub mod normalize;
 
 use std::fmt::Write;
 
-use bnf::{Bnf, Sym};
+use bnf::{AnyOrderSpec, Bnf, Sym};
+
+use crate::kbnf::ast::MemberKind;
 
 use crate::dfa::Dfa;
 
@@ -32,6 +45,30 @@ pub enum LSym {
     /// End of a production of the given nonterminal.
     End(u32),
 }
+
+/// Most members of one `any_order!` that are counted (plain, `?` or `+`): one bit each in an
+/// Earley item's state.
+pub const MAX_ANY_ORDER_COUNTED: usize = 32;
+
+/// The counted members of one `any_order!`, as bitsets over its member bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnyOrder {
+    /// Members that must occur (plain and `+`).
+    pub required: u32,
+    /// Members that may occur at most once (plain and `?`).
+    pub once: u32,
+}
+
+/// For a position inside a production of an `any_order!` nonterminal: that nonterminal and the
+/// bit of the production's member (0 for a `*` member).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamPos {
+    pub lhs: u32,
+    pub bit: u32,
+}
+
+/// `lhs` of [`ParamPos`] for positions outside the productions of `any_order!` nonterminals.
+pub const NOT_PARAMETRIC: u32 = u32::MAX;
 
 /// The length-bounded `except!` terminal: its DFA (an index into [`Lnf::dfas`]) and byte bound.
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +92,12 @@ pub struct Lnf {
     pub excepts: Vec<ExceptInfo>,
     /// The start nonterminal is always 0.
     pub start_nullable: bool,
+    /// Per nonterminal: its index in `any_orders`, or [`NOT_PARAMETRIC`]. Empty when the
+    /// grammar has no `any_order!` (the recognizer then skips every parametric check).
+    pub nt_any_order: Vec<u32>,
+    pub any_orders: Vec<AnyOrder>,
+    /// Per position of `syms`: see [`ParamPos`]. Empty when `nt_any_order` is.
+    pub param_pos: Vec<ParamPos>,
 }
 
 impl Lnf {
@@ -66,6 +109,24 @@ impl Lnf {
     pub fn productions(&self, nt: u32) -> &[u32] {
         &self.prod_starts
             [self.nt_prods[nt as usize] as usize..self.nt_prods[nt as usize + 1] as usize]
+    }
+
+    /// The `any_order!` of nonterminal `nt`, if it is one.
+    #[inline]
+    pub fn any_order(&self, nt: u32) -> Option<AnyOrder> {
+        match self.nt_any_order.get(nt as usize) {
+            Some(&k) if k != NOT_PARAMETRIC => Some(self.any_orders[k as usize]),
+            _ => None,
+        }
+    }
+
+    /// See [`ParamPos`]; `None` outside the productions of `any_order!` nonterminals.
+    #[inline]
+    pub fn param_pos(&self, pos: u32) -> Option<ParamPos> {
+        self.param_pos
+            .get(pos as usize)
+            .copied()
+            .filter(|p| p.lhs != NOT_PARAMETRIC)
     }
 
     #[inline]
@@ -95,10 +156,6 @@ impl Lnf {
             }
             i += 1;
         }
-        // Renumber terminals that are used.
-        let mut lit_map = vec![u32::MAX; bnf.literals.len()];
-        let mut rx_map = vec![u32::MAX; bnf.regexes.len()];
-        let mut ex_map = vec![u32::MAX; bnf.excepts.len()];
         let mut lnf = Lnf {
             syms: Vec::new(),
             init_state: Vec::new(),
@@ -110,54 +167,81 @@ impl Lnf {
             dfas: Vec::new(),
             excepts: Vec::new(),
             start_nullable,
+            nt_any_order: Vec::new(),
+            any_orders: Vec::new(),
+            param_pos: Vec::new(),
         };
+        let mut flat = Flatten {
+            lit_map: vec![u32::MAX; bnf.literals.len()],
+            rx_map: vec![u32::MAX; bnf.regexes.len()],
+            ex_map: vec![u32::MAX; bnf.excepts.len()],
+            id,
+            wrappers: Vec::new(),
+            first_wrapper: order.len() as u32,
+            param_of: Vec::new(),
+            positions: Vec::new(),
+        };
+        let mut spec_of = vec![u32::MAX; bnf.rules.len()];
+        for (k, a) in bnf.any_orders.iter().enumerate() {
+            spec_of[a.nt as usize] = k as u32;
+        }
+        let parametric = bnf
+            .any_orders
+            .iter()
+            .any(|a| flat.id[a.nt as usize] != u32::MAX);
         for &nt in &order {
             lnf.names.push(bnf.names[nt as usize].clone());
-            for alt in &bnf.rules[nt as usize] {
+            if spec_of[nt as usize] != u32::MAX {
+                let spec = bnf.any_orders[spec_of[nt as usize] as usize].clone();
+                let alt = bnf.rules[nt as usize][0].clone();
+                flat.any_order_productions(&mut lnf, nt, &spec, &alt);
+                lnf.nt_prods.push(lnf.prod_starts.len() as u32);
+                continue;
+            }
+            for alt in bnf.rules[nt as usize].clone() {
                 lnf.prod_starts.push(lnf.syms.len() as u32);
-                for &s in alt {
-                    let (sym, init) = match s {
-                        Sym::Nt(m) => (LSym::Nt(id[m as usize]), 0),
-                        Sym::Lit(l) => {
-                            if lit_map[l as usize] == u32::MAX {
-                                lit_map[l as usize] = (lnf.lit_offsets.len() - 1) as u32;
-                                lnf.lit_bytes.extend_from_slice(&bnf.literals[l as usize]);
-                                lnf.lit_offsets.push(lnf.lit_bytes.len() as u32);
-                            }
-                            (LSym::Lit(lit_map[l as usize]), 0)
-                        }
-                        Sym::Regex(r) => {
-                            if rx_map[r as usize] == u32::MAX {
-                                rx_map[r as usize] = lnf.dfas.len() as u32;
-                                // Moved, not cloned: each used DFA is taken once.
-                                let dfa = &mut bnf.regexes[r as usize].dfa;
-                                lnf.dfas.push(std::mem::replace(dfa, Dfa::empty()));
-                            }
-                            let d = rx_map[r as usize];
-                            (LSym::Regex(d), lnf.dfas[d as usize].start())
-                        }
-                        Sym::Except(e) => {
-                            if ex_map[e as usize] == u32::MAX {
-                                ex_map[e as usize] = lnf.excepts.len() as u32;
-                                let t = &mut bnf.excepts[e as usize];
-                                lnf.excepts.push(ExceptInfo {
-                                    dfa: lnf.dfas.len() as u32,
-                                    max: t.max.unwrap_or(u32::MAX),
-                                });
-                                lnf.dfas.push(std::mem::replace(&mut t.dfa, Dfa::empty()));
-                            }
-                            let x = ex_map[e as usize];
-                            let d = lnf.excepts[x as usize].dfa;
-                            (LSym::Except(x), lnf.dfas[d as usize].start())
-                        }
-                    };
+                for s in alt {
+                    let (sym, init) = flat.sym(&mut bnf, &mut lnf, s);
                     lnf.syms.push(sym);
                     lnf.init_state.push(init);
                 }
-                lnf.syms.push(LSym::End(id[nt as usize]));
+                lnf.syms.push(LSym::End(flat.id[nt as usize]));
                 lnf.init_state.push(0);
             }
             lnf.nt_prods.push(lnf.prod_starts.len() as u32);
+        }
+        // Wrappers of terminal members and separators, numbered after the others.
+        let mut k = 0;
+        while k < flat.wrappers.len() {
+            let s = flat.wrappers[k];
+            let wrapper = flat.first_wrapper + k as u32;
+            lnf.names.push(format!("any_order_part#{k}"));
+            lnf.prod_starts.push(lnf.syms.len() as u32);
+            let (sym, init) = flat.sym(&mut bnf, &mut lnf, s);
+            lnf.syms.push(sym);
+            lnf.init_state.push(init);
+            lnf.syms.push(LSym::End(wrapper));
+            lnf.init_state.push(0);
+            lnf.nt_prods.push(lnf.prod_starts.len() as u32);
+            k += 1;
+        }
+        if parametric {
+            lnf.nt_any_order.resize(lnf.nt_count(), NOT_PARAMETRIC);
+            lnf.param_pos.resize(
+                lnf.syms.len(),
+                ParamPos {
+                    lhs: NOT_PARAMETRIC,
+                    bit: 0,
+                },
+            );
+            for (nt, k) in flat.param_of {
+                lnf.nt_any_order[nt as usize] = k;
+            }
+            for (pos, p) in flat.positions {
+                lnf.param_pos[pos as usize] = p;
+            }
+        } else {
+            lnf.any_orders.clear();
         }
         lnf
     }
@@ -204,6 +288,139 @@ impl Lnf {
                 }
             }
             LSym::End(n) => format!("END({})", self.nt_name(n)),
+        }
+    }
+}
+
+/// The renumbering of [`Lnf::from_bnf`]: nonterminals (`id`), terminals taken on first use, and
+/// the wrapper nonterminals of terminals that `any_order!` productions refer to.
+struct Flatten {
+    lit_map: Vec<u32>,
+    rx_map: Vec<u32>,
+    ex_map: Vec<u32>,
+    id: Vec<u32>,
+    /// The terminal of wrapper `first_wrapper + k` is `wrappers[k]`.
+    wrappers: Vec<Sym>,
+    first_wrapper: u32,
+    /// LNF nonterminal → index in `Lnf::any_orders`.
+    param_of: Vec<(u32, u32)>,
+    /// Positions of parametric productions.
+    positions: Vec<(u32, ParamPos)>,
+}
+
+impl Flatten {
+    /// The LNF symbol of `s` and the initial state of its terminal (0 for nonterminals).
+    fn sym(&mut self, bnf: &mut Bnf, lnf: &mut Lnf, s: Sym) -> (LSym, u32) {
+        match s {
+            Sym::Nt(m) => (LSym::Nt(self.id[m as usize]), 0),
+            Sym::Lit(l) => {
+                if self.lit_map[l as usize] == u32::MAX {
+                    self.lit_map[l as usize] = (lnf.lit_offsets.len() - 1) as u32;
+                    lnf.lit_bytes.extend_from_slice(&bnf.literals[l as usize]);
+                    lnf.lit_offsets.push(lnf.lit_bytes.len() as u32);
+                }
+                (LSym::Lit(self.lit_map[l as usize]), 0)
+            }
+            Sym::Regex(r) => {
+                if self.rx_map[r as usize] == u32::MAX {
+                    self.rx_map[r as usize] = lnf.dfas.len() as u32;
+                    // Moved, not cloned: each used DFA is taken once.
+                    let dfa = &mut bnf.regexes[r as usize].dfa;
+                    lnf.dfas.push(std::mem::replace(dfa, Dfa::empty()));
+                }
+                let d = self.rx_map[r as usize];
+                (LSym::Regex(d), lnf.dfas[d as usize].start())
+            }
+            Sym::Except(e) => {
+                if self.ex_map[e as usize] == u32::MAX {
+                    self.ex_map[e as usize] = lnf.excepts.len() as u32;
+                    let t = &mut bnf.excepts[e as usize];
+                    lnf.excepts.push(ExceptInfo {
+                        dfa: lnf.dfas.len() as u32,
+                        max: t.max.unwrap_or(u32::MAX),
+                    });
+                    lnf.dfas.push(std::mem::replace(&mut t.dfa, Dfa::empty()));
+                }
+                let x = self.ex_map[e as usize];
+                let d = lnf.excepts[x as usize].dfa;
+                (LSym::Except(x), lnf.dfas[d as usize].start())
+            }
+        }
+    }
+
+    /// The LNF nonterminal standing for `s` in an `any_order!` production.
+    fn wrapped(&mut self, s: Sym) -> u32 {
+        match s {
+            Sym::Nt(m) => self.id[m as usize],
+            t => {
+                let k = match self.wrappers.iter().position(|&w| w == t) {
+                    Some(k) => k,
+                    None => {
+                        self.wrappers.push(t);
+                        self.wrappers.len() - 1
+                    }
+                };
+                self.first_wrapper + k as u32
+            }
+        }
+    }
+
+    /// The productions of `any_order!` nonterminal `nt` (placeholder `alt`, see the module
+    /// documentation): `X ::= m_i` for every member, `X ::= X sep m_i` for every member that can
+    /// follow another (all of them unless a lone member occurs at most once).
+    fn any_order_productions(&mut self, lnf: &mut Lnf, nt: u32, spec: &AnyOrderSpec, alt: &[Sym]) {
+        let x = self.id[nt as usize];
+        let (sep, members) = match spec.sep {
+            true => (Some(self.wrapped(alt[0])), &alt[1..]),
+            false => (None, alt),
+        };
+        let members: Vec<u32> = members.iter().map(|&m| self.wrapped(m)).collect();
+        let mut info = AnyOrder {
+            required: 0,
+            once: 0,
+        };
+        let mut bits = Vec::with_capacity(members.len());
+        let mut next = 0u32;
+        for &kind in &spec.kinds {
+            let bit = match kind {
+                MemberKind::Many => 0,
+                _ => {
+                    next += 1;
+                    1u32 << (next - 1)
+                }
+            };
+            if matches!(kind, MemberKind::Once | MemberKind::Some) {
+                info.required |= bit;
+            }
+            if matches!(kind, MemberKind::Once | MemberKind::Optional) {
+                info.once |= bit;
+            }
+            bits.push(bit);
+        }
+        self.param_of.push((x, lnf.any_orders.len() as u32));
+        lnf.any_orders.push(info);
+        let lone_once = members.len() == 1 && info.once != 0;
+        let mut push = |lnf: &mut Lnf, syms: &[u32], bit: u32| {
+            lnf.prod_starts.push(lnf.syms.len() as u32);
+            for &s in syms.iter() {
+                self.positions
+                    .push((lnf.syms.len() as u32, ParamPos { lhs: x, bit }));
+                lnf.syms.push(LSym::Nt(s));
+                lnf.init_state.push(0);
+            }
+            self.positions
+                .push((lnf.syms.len() as u32, ParamPos { lhs: x, bit }));
+            lnf.syms.push(LSym::End(x));
+            lnf.init_state.push(0);
+        };
+        for (&m, &bit) in members.iter().zip(&bits) {
+            push(lnf, &[m], bit);
+        }
+        if !lone_once {
+            for (&m, &bit) in members.iter().zip(&bits) {
+                let step: Vec<u32> = std::iter::once(x).chain(sep).chain([m]).collect();
+                push(lnf, &step, bit);
+            }
         }
     }
 }

@@ -7,6 +7,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::bnf::{Bnf, Sym, UniqueProductions};
 use crate::dfa::{CombineBudget, Dfa, Part, RightLinear};
 use crate::error::{Diagnostic, ErrorKind, Span};
+use crate::kbnf::ast::MemberKind;
 use crate::options::CompileOptions;
 
 /// Productions with more nullable symbols than this are split before nullable elimination, keeping
@@ -24,6 +25,7 @@ pub fn normalize(bnf: &mut Bnf, opts: &CompileOptions) -> Result<bool, Diagnosti
         collapse_right_linear(bnf, &mut merger);
     }
     merge_terminal_runs(bnf, &mut merger);
+    check_any_order_members(bnf)?;
     let start_nullable = eliminate_nullable(bnf);
     check_size(bnf, opts)?;
     remove_useless(bnf);
@@ -51,6 +53,30 @@ pub fn normalize(bnf: &mut Bnf, opts: &CompileOptions) -> Result<bool, Diagnosti
     remove_useless(bnf);
     check_size(bnf, opts)?;
     Ok(start_nullable)
+}
+
+/// The separator and members of every `any_order!` must not match the empty string: the
+/// parametric productions count each member by the input it reads.
+fn check_any_order_members(bnf: &Bnf) -> Result<(), Diagnostic> {
+    if bnf.any_orders.is_empty() {
+        return Ok(());
+    }
+    let nullable = nullable_set(bnf);
+    for a in &bnf.any_orders {
+        let empty = bnf.rules[a.nt as usize][0].iter().any(|&s| match s {
+            Sym::Nt(n) => nullable[n as usize],
+            t => terminal_nullable(bnf, t),
+        });
+        if empty {
+            return Err(Diagnostic::new(
+                ErrorKind::Semantic,
+                a.span,
+                "a member or the separator of `any_order!` matches the empty string",
+            )
+            .hint("make every member non-empty; write `''` as the separator for none"));
+        }
+    }
+    Ok(())
 }
 
 fn check_size(bnf: &Bnf, opts: &CompileOptions) -> Result<(), Diagnostic> {
@@ -188,9 +214,17 @@ fn terminal_productive(bnf: &Bnf, s: Sym) -> bool {
 }
 
 /// Removes productions using non-productive symbols, then nonterminals unreachable from start.
+/// An `any_order!` is productive when its separator, its required members and some member are:
+/// its other members may be left out, so a non-productive one (say an optional member that
+/// only recurses) is dropped from it rather than emptying it.
 fn remove_useless(bnf: &mut Bnf) {
     let n = bnf.rules.len();
+    let opaque = bnf.opaque();
     let mut productive = vec![false; n];
+    let sym_ok = |bnf: &Bnf, productive: &[bool], s: Sym| match s {
+        Sym::Nt(m) => productive[m as usize],
+        t => terminal_productive(bnf, t),
+    };
     let mut changed = true;
     while changed {
         changed = false;
@@ -198,26 +232,57 @@ fn remove_useless(bnf: &mut Bnf) {
             if productive[nt] {
                 continue;
             }
-            if bnf.rules[nt].iter().any(|alt| {
-                alt.iter().all(|&s| match s {
-                    Sym::Nt(m) => productive[m as usize],
-                    t => terminal_productive(bnf, t),
-                })
-            }) {
+            let ok = if opaque[nt] {
+                any_order_productive(bnf, nt as u32, |s| sym_ok(bnf, &productive, s))
+            } else {
+                bnf.rules[nt]
+                    .iter()
+                    .any(|alt| alt.iter().all(|&s| sym_ok(bnf, &productive, s)))
+            };
+            if ok {
                 productive[nt] = true;
                 changed = true;
             }
         }
     }
+    for a in 0..bnf.any_orders.len() {
+        let (nt, skip) = (
+            bnf.any_orders[a].nt as usize,
+            bnf.any_orders[a].sep as usize,
+        );
+        if !productive[nt] || bnf.rules[nt].is_empty() {
+            continue;
+        }
+        // (only members that may be left out are dropped: the required ones are productive)
+        let alt = &bnf.rules[nt][0];
+        let keep: Vec<bool> = alt[skip..]
+            .iter()
+            .map(|&s| sym_ok(bnf, &productive, s))
+            .collect();
+        if keep.iter().all(|&k| k) {
+            continue;
+        }
+        let mut placeholder = alt[..skip].to_vec();
+        let mut kinds = Vec::new();
+        for ((&s, &kind), &k) in alt[skip..].iter().zip(&bnf.any_orders[a].kinds).zip(&keep) {
+            if k {
+                placeholder.push(s);
+                kinds.push(kind);
+            }
+        }
+        bnf.rules[nt] = vec![placeholder];
+        bnf.any_orders[a].kinds = kinds;
+    }
     for nt in 0..n {
+        if opaque[nt] {
+            if !productive[nt] {
+                bnf.rules[nt].clear();
+            }
+            continue;
+        }
         let keep: Vec<Vec<Sym>> = std::mem::take(&mut bnf.rules[nt])
             .into_iter()
-            .filter(|alt| {
-                alt.iter().all(|&s| match s {
-                    Sym::Nt(m) => productive[m as usize],
-                    t => terminal_productive(bnf, t),
-                })
-            })
+            .filter(|alt| alt.iter().all(|&s| sym_ok(bnf, &productive, s)))
             .collect();
         bnf.rules[nt] = keep;
     }
@@ -227,6 +292,24 @@ fn remove_useless(bnf: &mut Bnf) {
             rules.clear();
         }
     }
+}
+
+/// Whether the `any_order!` nonterminal `nt` derives some text, given which symbols do (`ok`):
+/// its separator and required members do, and at least one member does.
+fn any_order_productive(bnf: &Bnf, nt: u32, ok: impl Fn(Sym) -> bool) -> bool {
+    let Some(spec) = bnf.any_orders.iter().find(|a| a.nt == nt) else {
+        return false;
+    };
+    let Some(alt) = bnf.rules[nt as usize].first() else {
+        return false;
+    };
+    let skip = spec.sep as usize;
+    alt[..skip].iter().all(|&s| ok(s))
+        && alt[skip..].iter().any(|&s| ok(s))
+        && alt[skip..]
+            .iter()
+            .zip(&spec.kinds)
+            .all(|(&s, &k)| matches!(k, MemberKind::Optional | MemberKind::Many) || ok(s))
 }
 
 fn reachable(bnf: &Bnf) -> Vec<bool> {
@@ -251,9 +334,14 @@ fn reachable(bnf: &Bnf) -> Vec<bool> {
 /// Replaces `A ::= B` by B's productions (transitively); unit cycles collapse.
 fn remove_unit_rules(bnf: &mut Bnf) {
     let n = bnf.rules.len();
+    let opaque = bnf.opaque();
     let mut new_rules: Vec<Vec<Vec<Sym>>> = Vec::with_capacity(n);
     for nt in 0..n {
-        // Unit closure of nt by DFS.
+        if opaque[nt] {
+            new_rules.push(bnf.rules[nt].clone());
+            continue;
+        }
+        // Unit closure of nt by DFS (an `any_order!` nonterminal stays a symbol of its own).
         let mut seen = FxHashSet::default();
         let mut stack = vec![nt as u32];
         seen.insert(nt as u32);
@@ -261,7 +349,7 @@ fn remove_unit_rules(bnf: &mut Bnf) {
         while let Some(x) = stack.pop() {
             for alt in &bnf.rules[x as usize] {
                 match alt.as_slice() {
-                    [Sym::Nt(y)] => {
+                    [Sym::Nt(y)] if !opaque[*y as usize] => {
                         if seen.insert(*y) {
                             stack.push(*y);
                         }
@@ -281,7 +369,8 @@ fn remove_unit_rules(bnf: &mut Bnf) {
 /// The single-terminal alternatives of a nonterminal (`A ::= 'x' | #"y" | ...`) become one regex
 /// terminal: one DFA instead of one Earley item per alternative.
 fn merge_terminal_alternations(bnf: &mut Bnf, merger: &mut Merger) {
-    for nt in 0..bnf.rules.len() {
+    let opaque = bnf.opaque();
+    for nt in (0..bnf.rules.len()).filter(|&nt| !opaque[nt]) {
         let single = |a: &Vec<Sym>| matches!(a.as_slice(), [Sym::Lit(_)] | [Sym::Regex(_)]);
         let count = bnf.rules[nt].iter().filter(|a| single(a)).count();
         if count < 2 {
@@ -413,11 +502,14 @@ fn collapse_right_linear(bnf: &mut Bnf, merger: &mut Merger) {
             _ => alt.len(),
         }
     };
+    let opaque = bnf.opaque();
     let mut linear: Vec<bool> = bnf
         .rules
         .iter()
-        .map(|alts| {
-            !alts.is_empty()
+        .zip(&opaque)
+        .map(|(alts, &opaque)| {
+            !opaque
+                && !alts.is_empty()
                 && alts
                     .iter()
                     .all(|alt| alt[..body(alt)].iter().all(|&s| terminal_ok(s)))
@@ -536,12 +628,13 @@ fn collapse_right_linear(bnf: &mut Bnf, merger: &mut Merger) {
 /// Substitutes nonterminals defined by a single one-terminal production (not `except!`, which must
 /// stay first in its own production) into their uses.
 fn inline_single_terminals(bnf: &mut Bnf) {
+    let opaque = bnf.opaque();
     let subst: Vec<Option<Sym>> = bnf
         .rules
         .iter()
         .enumerate()
         .map(|(nt, alts)| match alts.as_slice() {
-            [alt] if nt as u32 != bnf.start => match alt.as_slice() {
+            [alt] if nt as u32 != bnf.start && !opaque[nt] => match alt.as_slice() {
                 [s @ (Sym::Lit(_) | Sym::Regex(_))] => Some(*s),
                 _ => None,
             },
@@ -575,7 +668,8 @@ fn merge_terminal_runs(bnf: &mut Bnf, merger: &mut Merger) {
         })
     };
     let mut uses = RegexUses::of(bnf);
-    for nt in 0..bnf.rules.len() {
+    let opaque = bnf.opaque();
+    for nt in (0..bnf.rules.len()).filter(|&nt| !opaque[nt]) {
         for a in 0..bnf.rules[nt].len() {
             if !mergeable(&bnf.rules[nt][a]) {
                 continue;
@@ -648,7 +742,8 @@ impl RegexUses {
 }
 
 fn merge_literal_runs(bnf: &mut Bnf) {
-    for nt in 0..bnf.rules.len() {
+    let opaque = bnf.opaque();
+    for nt in (0..bnf.rules.len()).filter(|&nt| !opaque[nt]) {
         let alts = std::mem::take(&mut bnf.rules[nt]);
         let mut out = UniqueProductions::default();
         for alt in alts {
@@ -675,8 +770,9 @@ fn merge_equal_nonterminals(bnf: &mut Bnf) {
         let mut canon: FxHashMap<Vec<Vec<Sym>>, u32> = FxHashMap::default();
         let mut map: Vec<u32> = (0..bnf.rules.len() as u32).collect();
         let mut changed = false;
+        let opaque = bnf.opaque();
         for (nt, slot) in map.iter_mut().enumerate() {
-            if bnf.rules[nt].is_empty() {
+            if bnf.rules[nt].is_empty() || opaque[nt] {
                 continue;
             }
             let mut key = bnf.rules[nt].clone();

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use super::CompiledGrammar;
 use crate::dfa::Dfa;
 use crate::grammar::{CompileOptions, Grammar};
-use crate::lnf::{ExceptInfo, LSym, Lnf};
+use crate::lnf::{AnyOrder, ExceptInfo, LSym, Lnf, ParamPos, NOT_PARAMETRIC};
 use crate::persist::{ensure, Checksum, DecodeError, Reader, Writer};
 use crate::vocab::Vocabulary;
 
@@ -37,7 +37,7 @@ const MAGIC: &[u8; 8] = b"structog";
 /// Bump when the layout changes (the build id also changes with any engine source change).
 /// 3: the checksum at the end, over everything before it (read in one streaming pass); a DFA's
 /// accepting flags before its transitions. 4: an eight-lane checksum; entries named by it.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 /// The engine build: its version and a hash of its sources (see `build.rs`). An entry written by
 /// another build is never read, since the same text may compile differently there.
 const BUILD: &str = concat!(
@@ -241,6 +241,16 @@ fn encode_lnf(w: &mut Writer, l: &Lnf) {
         w.u32(e.max);
     }
     w.bool(l.start_nullable);
+    w.u32s(&l.nt_any_order);
+    w.usize(l.any_orders.len());
+    for a in &l.any_orders {
+        w.u32(a.required);
+        w.u32(a.once);
+    }
+    let lhs: Vec<u32> = l.param_pos.iter().map(|p| p.lhs).collect();
+    let bits: Vec<u32> = l.param_pos.iter().map(|p| p.bit).collect();
+    w.u32s(&lhs);
+    w.u32s(&bits);
 }
 
 /// Decodes an LNF and checks the invariants its readers index by (see [`crate::lnf`]): symbol
@@ -287,6 +297,17 @@ fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
         });
     }
     let start_nullable = r.bool()?;
+    let nt_any_order = r.u32s()?;
+    let n = r.count(8)?;
+    let mut any_orders = Vec::with_capacity(n);
+    for _ in 0..n {
+        any_orders.push(AnyOrder {
+            required: r.u32()?,
+            once: r.u32()?,
+        });
+    }
+    let lhs = r.u32s()?;
+    let bits = r.u32s()?;
 
     let monotone = |v: &[u32], strict: bool| {
         v.windows(2)
@@ -330,6 +351,27 @@ fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
         };
         ensure(ok, "a symbol that refers to nothing")?;
     }
+    let param = |nt: u32| {
+        nt_any_order
+            .get(nt as usize)
+            .is_some_and(|&k| k != NOT_PARAMETRIC)
+    };
+    ensure(
+        (nt_any_order.is_empty() && lhs.is_empty() && any_orders.is_empty())
+            || (nt_any_order.len() == nts
+                && nt_any_order
+                    .iter()
+                    .all(|&k| k == NOT_PARAMETRIC || (k as usize) < any_orders.len())
+                && lhs.len() == syms.len()
+                && lhs.iter().all(|&x| x == NOT_PARAMETRIC || param(x))),
+        "any_order! tables",
+    )?;
+    ensure(bits.len() == lhs.len(), "any_order! member bits")?;
+    let param_pos = lhs
+        .iter()
+        .zip(&bits)
+        .map(|(&lhs, &bit)| ParamPos { lhs, bit })
+        .collect();
     Ok(Lnf {
         syms,
         init_state,
@@ -341,6 +383,9 @@ fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
         dfas,
         excepts,
         start_nullable,
+        nt_any_order,
+        any_orders,
+        param_pos,
     })
 }
 

@@ -24,6 +24,8 @@ class EmitterBase(RegexRules):
     max_depth: int
     #: Most characters a number may have (None: unbounded); see NumberRules.number_terminal.
     max_number_length: int | None
+    #: ``"schema"``: object members in the schema's order; ``"any"``: in any order.
+    property_order: str
     on_unsupported: Callable[[str, str, Node | None], None]
     on_subset: Callable[[str, str, Node | None], None] | None
     # (id(formula), key mode) -> (formula, realized): by identity, with no hash of a large

@@ -45,6 +45,7 @@ class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
         max_schema_depth: int = 256,
         pointer_of: Callable[[Node], str | None] | None = None,
         max_number_length: int | None = None,
+        property_order: str = "schema",
     ) -> None:
         super().__init__()
         # Rules named without `fresh` take their names first, so that no hint (a definition's
@@ -60,6 +61,7 @@ class Emitter(ObjectRules, ArrayRules, GenericRules, NumberRules):
         self.layout = layout
         self.max_depth = max_depth
         self.max_number_length = max_number_length
+        self.property_order = property_order
         self.on_unsupported = on_unsupported
         self.on_subset = on_subset
         self.realized = {}

@@ -1,7 +1,9 @@
 """Objects: named members in schema order, tail regions of other keys, counting, dependencies.
 
 Named properties come first (required ones always present, optional ones may be left out),
-then the other allowed keys.
+then the other allowed keys. With ``property_order="any"`` an object without counting or
+tail-exists constraints takes its members in any order instead: one ``any_order!`` of the named
+members (each at most once, the required ones exactly once) and the other keys (any number).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from .. import _automata as am
 from .. import _string_formulas as sl
 from .._ir import Node, Unsupported
 from .arrays import MAX_ARRAY_STATES
-from .rules import Alt, Sym, rep
+from .rules import Alt, Sym, any_order, rep
 from .strings import StringRules
 
 MAX_OBJ_VARIANTS = 64
@@ -22,6 +24,9 @@ MAX_TAIL_EXISTS = 4
 # Objects with more named members than this (and no property counting) use the segment-tree
 # rules of ObjectRules._object_tree (linear rules, O(n log n) normalized grammar).
 TREE_MIN_MEMBERS = 24
+#: Most named members an object takes in any order (the engine's bound on the members of one
+#: ``any_order!`` that are counted); larger objects keep the schema's order.
+MAX_ANY_ORDER_MEMBERS = 32
 
 
 class ObjVariant:
@@ -195,7 +200,10 @@ class ObjectRules(StringRules):
                 hit_items.append((frozenset(j for j in range(nex) if mask >> j & 1), hits))
         counting = mn > 0 or mx is not None
         n = len(members)
-        if not counting and not nex:
+        start: Sym
+        if self._takes_any_order(n, bool(region_items), counting or bool(nex)):
+            start = self._object_any_order(members, region_items, comma, colon, base)
+        elif not counting and not nex:
             if n > TREE_MIN_MEMBERS:
                 return self._object_tree(members, region_items, depth, base)
             start = self._object_chain(members, region_items, comma, colon, base)
@@ -209,6 +217,39 @@ class ObjectRules(StringRules):
             out.append(lay.empty("{}"))
         out.append(lay.open("{", depth) + [start] + lay.close("}", depth))
         return out
+
+    def _takes_any_order(self, named: int, others: bool, constrained: bool) -> bool:
+        """Whether an object's members are emitted in any order: asked for, no counting or
+        tail-exists constraint, an order to free (two members, or one and other keys), and
+        at most :data:`MAX_ANY_ORDER_MEMBERS` named ones. Otherwise the schema's order (a sound
+        subset: the same documents, some in fewer key orders)."""
+        return (
+            self.property_order == "any"
+            and not constrained
+            and (named >= 2 or (named == 1 and others))
+            and named <= MAX_ANY_ORDER_MEMBERS
+        )
+
+    def _object_any_order(
+        self,
+        members: list[tuple[Sym, Sym, bool]],
+        region_items: list[Alt],
+        comma: Alt,
+        colon: Alt,
+        base: str,
+    ) -> Sym:
+        """``any_order!(comma, m_1, m_2?, ..., kv*)``: every named member at most once (a
+        required one exactly once), the other keys' pairs any number of times."""
+        args: list[tuple[str, str]] = []
+        for key_lit, sym, required in members:
+            name = self.fresh(f"{base}_m")
+            self.add_rule(name, [[key_lit, *colon, sym]])
+            args.append((name, "" if required else "?"))
+        if region_items:
+            item = self.fresh(f"{base}_kv")
+            self.add_rule(item, region_items)
+            args.append((item, "*"))
+        return any_order(comma, args)
 
     def _object_chain(
         self,

@@ -11,8 +11,10 @@ from typing import Any
 
 from .._ir import Unsupported
 
-# A KBNF symbol: a rule name, a quoted literal, a #"regex" terminal, or a repetition
-# ``("rep", [symbols...], lo, hi)`` (``hi`` None for unbounded).
+# A KBNF symbol: a rule name, a quoted literal, a #"regex" terminal, a repetition
+# ``("rep", [symbols...], lo, hi)`` (``hi`` None for unbounded), or ``any_order!``
+# ``("any_order", [separator symbols...], [(member rule name, kind suffix), ...])`` (see
+# :func:`any_order`).
 Sym = Any
 Alt = list[Sym]
 
@@ -31,6 +33,8 @@ class RuleSet:
         self.term_memo: dict[str, str] = {}
         self.counter: dict[str, int] = {}
         self.used_names: set[str] = set()
+        #: The alternatives of rules that hold an ``any_order!`` (re-rendered by ``_prune``).
+        self.any_order_alts: dict[str, list[Alt]] = {}
 
     def fresh(self, hint: str) -> str:
         """The hint's rule name, else it with the first free suffix ``_n`` (``counter``: the
@@ -47,6 +51,10 @@ class RuleSet:
         return name
 
     def add_rule(self, name: str, alts: list[Alt]) -> None:
+        if any(isinstance(s, tuple) and s[0] == "any_order" for a in alts for s in a):
+            self.any_order_alts[name] = alts
+        else:
+            self.any_order_alts.pop(name, None)
         self.add_rendered(name, *render_rule(alts))
 
     def add_rendered(self, name: str, texts: list[str], refs: list[list[str]]) -> None:
@@ -90,6 +98,9 @@ class RuleSet:
         productive = self._productive()
         if "start" not in productive:
             raise Unsupported("the schema accepts no value at all (every branch is empty)", "")
+        for name, alts in self.any_order_alts.items():
+            if name in rules:
+                rules[name], self.refs[name] = render_rule(_productive_members(alts, productive))
         # Kept alternatives: those whose names are all productive rules (or no rules at all).
         dead = rules.keys() - productive
         refs = self.refs
@@ -100,6 +111,7 @@ class RuleSet:
                 if dead and not dead.isdisjoint(deps):
                     continue
                 for d in deps:
+                    d = d.lstrip("?")
                     if d not in reach and d in rules:
                         reach.add(d)
                         stack.append(d)
@@ -210,7 +222,36 @@ def rep(seq: Alt, lo: int, hi: int | None) -> Sym:
     return ("rep", list(seq), lo, hi)
 
 
+def _productive_members(alts: list[Alt], productive: set[str]) -> list[Alt]:
+    """``alts`` without the ``any_order!`` members that may be left out and derive nothing
+    (their names are ``?``-marked in the references, so they do not decide productivity); an
+    ``any_order!`` left with no member drops its alternative."""
+    out = []
+    for alt in alts:
+        new: Alt = []
+        for s in alt:
+            if isinstance(s, tuple) and s[0] == "any_order":
+                members = [(n, k) for n, k in s[2] if not k or n in productive]
+                if not members:
+                    break
+                s = any_order(s[1], members)
+            new.append(s)
+        else:
+            out.append(new)
+    return out
+
+
+def any_order(sep: Alt, members: list[tuple[str, str]]) -> Sym:
+    """``any_order!(sep, m1, m2?, m3*)``: the members (rule names) in any order, joined by
+    ``sep``; a member's suffix is ``""`` (exactly once), ``"?"`` (at most once) or ``"*"``."""
+    return ("any_order", list(sep), list(members))
+
+
 def render_sym(sym: Sym) -> str:
+    if isinstance(sym, tuple) and sym[0] == "any_order":
+        _, sep, members = sym
+        args = [render_alt(sep), *(name + kind for name, kind in members)]
+        return "any_order!(" + ", ".join(args) + ")"
     if isinstance(sym, tuple):
         _, seq, lo, hi = sym
         group = "(" + render_alt(seq) + ")"
@@ -275,7 +316,11 @@ def alt_refs(alt: Alt) -> list[str]:
     callers keep only names of rules)."""
     out: list[str] = []
     for s in alt:
-        if isinstance(s, tuple):
+        if isinstance(s, tuple) and s[0] == "any_order":
+            # (members that may be left out, `?`-marked: only reachability follows them)
+            out.extend(alt_refs(s[1]))
+            out.extend(name if not kind else "?" + name for name, kind in s[2])
+        elif isinstance(s, tuple):
             out.extend(alt_refs(s[1]))
         elif s[:1] not in _NOT_A_NAME:
             out.append(s)
