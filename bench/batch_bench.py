@@ -292,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         "threads": args.threads,
         "mean_live_rows": float(np.mean(live_counts)),
         "mask_mismatch_rows": mismatches,
+        "live_rows": live_counts,
+        "step_times_us": times,
     }
     print(
         f"{n_steps} steps per pass, {np.mean(live_counts):.1f} live rows per step on average; "
