@@ -175,7 +175,11 @@ impl Pool {
                 panic: None,
             });
         }
-        self.wake.notify_all();
+        // Wake only as many helpers as may join (the pool may have grown larger for another
+        // caller): the others sleep on.
+        for _ in 0..helpers {
+            self.wake.notify_one();
+        }
         let own = catch_unwind(AssertUnwindSafe(work));
         let mut st = lock(&self.state);
         if let Some(b) = st.batch.as_mut() {
