@@ -12,7 +12,8 @@ in lockstep: at step ``s`` every request with at least ``s`` tokens is live (a r
 live once after its last token, where EOS would be sampled); per step, every engine fills the
 bitmask rows of all live requests in **one call** (timed, ``time.perf_counter_ns``), then
 accepts each live request's token (untimed). The engines' order rotates from step to step so
-that machine noise hits them alike; every engine runs with ``--threads`` threads:
+that machine noise hits them alike (the garbage collector is off during the walk); every engine
+runs with ``--threads`` threads:
 
 - structout: ``structout.fill_next_token_bitmasks(matchers, bitmask, rows, num_threads=T)``
 - llguidance: ``llguidance.numpy.fill_next_token_bitmask_par(LLExecutor(num_threads=T), ...)``
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import json
 import os
 import sys
@@ -246,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.threads} threads; engines {', '.join(active)}; os.cpu_count()={os.cpu_count()}"
     )
 
+    # No collection inside the walk (a full one over hundreds of grammars' Python objects takes
+    # milliseconds and lands in whichever engine's call allocates next), as in schema_bench.py.
+    gc.collect()
+    gc.freeze()
+    gc.disable()
     times: dict[str, list[float]] = {n: [] for n in active}
     live_counts: list[int] = []
     mismatches = dict.fromkeys(active, 0)
