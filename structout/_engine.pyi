@@ -327,8 +327,10 @@ def fill_next_token_bitmasks(
     rows: Sequence[int] | None = None,
     num_threads: int | None = None,
 ) -> None:
-    """Fills one bitmask row per matcher (rows ``0..n`` or ``rows``) in parallel native threads,
-    with the GIL released. Rows must be distinct and in range; a matcher may appear once."""
+    """Fills one bitmask row per matcher (rows ``0..n`` or ``rows``) with the GIL released, on the
+    calling thread and up to ``num_threads - 1`` persistent helper threads (default: one per
+    CPU), rows handed out one at a time. Rows must be distinct and in range; a matcher may
+    appear once."""
 
 def cache_stats() -> _CacheStats:
     """Hit/miss counters, entries and capacity of the compiled-grammar cache."""

@@ -72,7 +72,9 @@ def fill_next_token_bitmasks(
     rows: Sequence[int] | None = None,
     num_threads: int | None = None,
 ) -> None:
-    """Fill one row per matcher, in parallel in native threads with the GIL released."""
+    """Fill one row per matcher with the GIL released: the calling thread and up to
+    ``num_threads - 1`` persistent native helpers (default: one thread per CPU) take the rows one
+    at a time."""
     arr = as_numpy_bitmask(bitmask)
     _engine.fill_next_token_bitmasks(
         list(matchers), arr, None if rows is None else list(rows), num_threads

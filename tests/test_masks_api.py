@@ -10,6 +10,7 @@ every state with a fresh matcher that replays the same steps: same mask, ``can_f
 from __future__ import annotations
 
 import json
+import multiprocessing
 import threading
 import uuid
 from collections.abc import Sequence
@@ -449,6 +450,74 @@ def test_batch_fill_threads_and_torch() -> None:
         t = torch.zeros(tuple(expect.shape), dtype=torch.int32)
         so.fill_next_token_bitmasks(matchers, t)
         np.testing.assert_array_equal(t.numpy(), expect)
+
+
+def _json_matchers_and_masks(n: int) -> tuple[list[Any], np.ndarray]:
+    """``n`` matchers of the JSON grammar at varied states, and their masks filled one by one."""
+    vocab = get_vocab("small")
+    g = so.compile_kbnf(JSON, vocab)
+    texts = [b'{"a": [1, 2', b"[", b'"x', b"", b"tr", b"-0.5e", b'{"k": "v"}', b"[[[[[[[[["]
+    matchers = []
+    for i in range(n):
+        m = g.matcher()
+        assert m.accept_bytes(texts[i % len(texts)])
+        matchers.append(m)
+    expect = so.allocate_token_bitmask(n, vocab.size)
+    for i, m in enumerate(matchers):
+        m.fill_next_token_bitmask(expect, row=i)
+    return matchers, expect
+
+
+def test_batch_fills_from_several_python_threads_at_once() -> None:
+    """Batch calls that overlap (the worker pool serves one; the others run on their callers)
+    each fill exactly their own rows."""
+    jobs = [_json_matchers_and_masks(12 + k) for k in range(4)]
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        matchers, expect = jobs[k]
+        for _ in range(30):
+            bm = np.zeros_like(expect)
+            so.fill_next_token_bitmasks(matchers, bm, num_threads=3)
+            if not np.array_equal(bm, expect):
+                errors.append(f"thread {k}: rows differ")
+                return
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a batch call hung"
+    assert errors == []
+
+
+def _fill_in_child(conn: Any) -> None:
+    matchers, expect = _json_matchers_and_masks(16)
+    bm = np.zeros_like(expect)
+    so.fill_next_token_bitmasks(matchers, bm, num_threads=4)
+    conn.send(bool(np.array_equal(bm, expect)))
+
+
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="no fork on this platform"
+)
+def test_batch_fill_in_a_forked_child() -> None:
+    """The pool's helper threads do not survive a fork: a child process gets its own pool."""
+    matchers, expect = _json_matchers_and_masks(16)
+    bm = np.zeros_like(expect)
+    so.fill_next_token_bitmasks(matchers, bm, num_threads=4)  # the parent's helpers exist now
+    np.testing.assert_array_equal(bm, expect)
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_fill_in_child, args=(child,))
+    proc.start()
+    proc.join(timeout=120)
+    if proc.is_alive():
+        proc.kill()
+        pytest.fail("the batch call hung in the forked child")
+    assert proc.exitcode == 0
+    assert parent.recv() is True
 
 
 def test_concurrent_fills_from_python_threads() -> None:

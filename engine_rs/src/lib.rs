@@ -32,7 +32,9 @@ pub use earley::{Recognizer, ScanItem};
 pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
 pub use grammar::Grammar;
 pub use kbnf::share::SharedRules;
-pub use mask::{apply_bitmask, cache, CompiledGrammar, Logit, MaskCacheStats, Matcher};
+pub use mask::{
+    apply_bitmask, cache, fill_next_token_bitmasks, CompiledGrammar, Logit, MaskCacheStats, Matcher,
+};
 pub use options::CompileOptions;
 
 /// Grammars shipped with the engine, by name.

@@ -154,6 +154,69 @@ fn eight_threads_share_one_compiled_grammar() {
     }
 }
 
+/// Batch steps: `rows` matchers (a different seed each) advance in lockstep; each step fills all
+/// rows in one `fill_next_token_bitmasks` call with `threads` threads and checks every row against
+/// the mask of a clone filled alone; returns the number of rows filled.
+fn batch_walk(cg: &Arc<CompiledGrammar>, rows: usize, threads: usize, steps: usize) -> usize {
+    let words = cg.mask_words();
+    let size = cg.vocab().size() as u32;
+    let mut rngs: Vec<SmallRng> = (0..rows as u64).map(SmallRng::seed_from_u64).collect();
+    let mut live: Vec<Matcher> = (0..rows).map(|_| cg.matcher()).collect();
+    let mut filled = 0;
+    for _ in 0..steps {
+        if live.is_empty() {
+            break;
+        }
+        let mut masks = vec![vec![0u32; words]; live.len()];
+        let mut jobs: Vec<(&mut Matcher, &mut [u32])> = live
+            .iter_mut()
+            .zip(masks.iter_mut())
+            .map(|(m, out)| (m, out.as_mut_slice()))
+            .collect();
+        structout_engine::fill_next_token_bitmasks(&mut jobs, threads).unwrap();
+        filled += masks.len();
+        let mut next = Vec::new();
+        for ((mut m, mask), rng) in live.into_iter().zip(masks).zip(rngs.iter_mut()) {
+            let mut alone = vec![0u32; words];
+            m.clone().fill_next_token_bitmask(&mut alone).unwrap();
+            assert_eq!(mask, alone);
+            let allowed: Vec<u32> = (1..size)
+                .filter(|&i| mask[i as usize / 32] >> (i % 32) & 1 == 1)
+                .collect();
+            if allowed.is_empty() || m.is_finished() {
+                continue;
+            }
+            assert!(m
+                .accept_token(allowed[rng.gen_range(0..allowed.len())])
+                .unwrap());
+            next.push(m);
+        }
+        live = next;
+    }
+    filled
+}
+
+#[test]
+fn batch_fills_match_single_fills_also_when_batches_overlap() {
+    for text in [
+        structout_engine::builtin_grammar("json").unwrap(),
+        SCHEMA_LIKE,
+    ] {
+        let cg = compiled(text);
+        assert!(batch_walk(&cg, 24, 4, 40) > 100);
+        // Batches from several threads at once: one gets the pool, the others run on their own.
+        let handles: Vec<_> = (0..3)
+            .map(|t| {
+                let cg = cg.clone();
+                std::thread::spawn(move || batch_walk(&cg, 8 + t, 3, 30))
+            })
+            .collect();
+        for h in handles {
+            assert!(h.join().expect("a batch thread panicked") > 0);
+        }
+    }
+}
+
 #[test]
 fn concurrent_cache_compiles_return_one_grammar() {
     let v = vocab();

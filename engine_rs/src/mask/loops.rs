@@ -22,7 +22,7 @@
 //!   vocabulary the first time a mask gives that byte up.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use rustc_hash::FxHashMap;
 
@@ -314,7 +314,7 @@ pub struct LoopIndex {
     /// Bitmasks with fewer tokens than this are not used (see [`MIN_SHARE`]).
     min_tokens: u32,
     /// Inside → the bitmask, or `None` when it holds too few tokens.
-    masks: Mutex<FxHashMap<Inside, KeptMask>>,
+    masks: RwLock<FxHashMap<Inside, KeptMask>>,
     /// Per byte, built the first time an [`Inside`] gives it up.
     bytes: Vec<OnceLock<ByteTables>>,
 }
@@ -393,7 +393,7 @@ impl LoopIndex {
             longer,
             text,
             min_tokens: (vocab.num_text_tokens() / MIN_SHARE).max(1) as u32,
-            masks: Mutex::new(FxHashMap::default()),
+            masks: RwLock::new(FxHashMap::default()),
             bytes: (0..256).map(|_| OnceLock::new()).collect(),
         }
     }
@@ -434,8 +434,15 @@ impl LoopIndex {
     /// number, or `None` when it holds too few to be worth using.
     pub fn inside_mask(&self, vocab: &Vocabulary, inside: Inside) -> KeptMask {
         let key = inside;
-        let mut masks = self.masks.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(m) = masks.get(&key) {
+        // Shared by every grammar of the vocabulary, so by every row of a batch: lookups share
+        // the lock, and a miss computes without holding it (two threads missing the same key
+        // compute the same mask; the first stored is kept).
+        if let Some(m) = self
+            .masks
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&key)
+        {
             return m.clone();
         }
         let mut mask = self.text.clone();
@@ -462,11 +469,11 @@ impl LoopIndex {
         }
         let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
         let kept: KeptMask = (count >= self.min_tokens).then(|| (mask.into(), count));
+        let mut masks = self.masks.write().unwrap_or_else(|p| p.into_inner());
         if masks.len() >= MAX_CACHED_MASKS {
             masks.clear();
         }
-        masks.insert(key, kept.clone());
-        kept
+        masks.entry(key).or_insert(kept).clone()
     }
 }
 

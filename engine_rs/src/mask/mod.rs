@@ -14,6 +14,7 @@
 //! bitmask and the walk skips their subtrees ([`loops`]).
 
 mod apply;
+mod batch;
 pub mod cache;
 mod disk;
 mod loops;
@@ -25,6 +26,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rustc_hash::FxHashMap;
 
 pub use apply::{apply_bitmask, Logit};
+pub use batch::fill_next_token_bitmasks;
 pub use matcher::Matcher;
 pub use slices::TokenIndex;
 

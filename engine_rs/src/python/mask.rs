@@ -270,7 +270,8 @@ impl PyMatcher {
     }
 }
 
-/// Fills one bitmask row per matcher (rows 0..n, or `rows`), in parallel with the GIL released.
+/// Fills one bitmask row per matcher (rows 0..n, or `rows`) with the GIL released, on the caller
+/// and the helpers of the engine's worker pool ([`crate::mask::fill_next_token_bitmasks`]).
 #[pyfunction]
 #[pyo3(signature = (matchers, bitmask, rows=None, num_threads=None))]
 fn fill_next_token_bitmasks(
@@ -329,30 +330,7 @@ fn fill_next_token_bitmasks(
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .clamp(1, jobs.len().max(1));
     let result = guard(py, || {
-        Ok(py.allow_threads(|| {
-            if threads <= 1 {
-                return jobs
-                    .iter_mut()
-                    .try_for_each(|(m, out)| m.fill_next_token_bitmask(out));
-            }
-            let chunk = jobs.len().div_ceil(threads);
-            std::thread::scope(|s| {
-                let handles: Vec<_> = jobs
-                    .chunks_mut(chunk)
-                    .map(|part| {
-                        s.spawn(move || {
-                            part.iter_mut()
-                                .try_for_each(|(m, out)| m.fill_next_token_bitmask(out))
-                        })
-                    })
-                    .collect();
-                // A panicking worker is re-raised here, where `guard` turns it into an exception.
-                handles.into_iter().try_for_each(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-            })
-        }))
+        Ok(py.allow_threads(|| crate::mask::fill_next_token_bitmasks(&mut jobs, threads)))
     })?;
     result.map_err(|e| engine_error(py, &e))
 }
