@@ -12,7 +12,7 @@ pub struct Grammar {
     pub(crate) lnf: Lnf,
     pub(crate) options: CompileOptions,
     /// Checksum of the text it was compiled from: the disk cache files a grammar only under
-    /// that text (see `mask::cache::store`).
+    /// that text (see `mask::grammar_cache::store`).
     pub(crate) source: u64,
 }
 

@@ -4,10 +4,10 @@
 //! automata), `kbnf` (parsing), `lnf` (normalization into flat buffers), `grammar` (the
 //! compilation entry point), `earley` (the recognizer), [`vocab`] (token vocabularies and the
 //! flat token trie), `mask` (grammars bound to a vocabulary, matchers, the compiled-grammar
-//! [`cache`] with its disk layer), `persist` (the disk codec). Python bindings live in `python`,
+//! [`grammar_cache`] with its disk layer), `persist` (the disk codec). Python bindings live in `python`,
 //! behind the `python` feature.
 //!
-//! The public surface is what this root re-exports plus [`vocab`] and [`cache`]; the layers are
+//! The public surface is what this root re-exports plus [`vocab`] and [`grammar_cache`]; the layers are
 //! crate-private so they can change without breaking users.
 
 #![warn(missing_docs)]
@@ -33,7 +33,8 @@ pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
 pub use grammar::Grammar;
 pub use kbnf::share::SharedRules;
 pub use mask::{
-    apply_bitmask, cache, fill_next_token_bitmasks, CompiledGrammar, Logit, MaskCacheStats, Matcher,
+    apply_bitmask, fill_next_token_bitmasks, grammar_cache, CompiledGrammar, Logit, MaskCacheStats,
+    Matcher,
 };
 pub use options::CompileOptions;
 

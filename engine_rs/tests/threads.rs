@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use structout_engine::cache;
+use structout_engine::grammar_cache;
 use structout_engine::vocab::Vocabulary;
 use structout_engine::{ByteSet, CompileOptions, CompiledGrammar, Grammar, Matcher, Recognizer};
 
@@ -229,7 +229,7 @@ fn concurrent_cache_compiles_return_one_grammar() {
             let (v, opts, text, barrier) = (v.clone(), opts.clone(), text.clone(), barrier.clone());
             std::thread::spawn(move || {
                 barrier.wait();
-                let cg = cache::compile(&text, &opts, &v).unwrap();
+                let cg = grammar_cache::compile(&text, &opts, &v).unwrap();
                 let masks = scripted_run(&cg, 42, 40);
                 (cg, masks)
             })
@@ -240,7 +240,7 @@ fn concurrent_cache_compiles_return_one_grammar() {
     for (cg, masks) in &results[1..] {
         assert_eq!(masks, &first.1, "masks differ between threads");
         // Threads that found the entry, or lost the race to insert it, get the same object.
-        let again = cache::compile(&text, &opts, &v).unwrap();
+        let again = grammar_cache::compile(&text, &opts, &v).unwrap();
         assert!(Arc::ptr_eq(&again, &first.0) || Arc::ptr_eq(&again, cg));
     }
 }

@@ -5,7 +5,7 @@
 //! into slices) + per-DFA slice tables, each built the first time a mask needs it (a grammar pays
 //! only for the terminals its sequences reach). It is immutable to its users (the lazily built
 //! tables are write-once) and shared; compiled grammars are cached by
-//! (grammar text, options, vocabulary fingerprint) in [`cache`]. A [`Matcher`] holds one sequence's
+//! (grammar text, options, vocabulary fingerprint) in [`grammar_cache`]. A [`Matcher`] holds one sequence's
 //! recognizer and computes bitmasks by walking the token tries with recognizer push/pop, except
 //! inside free text: a terminal state that all slice text leaves alive and in place takes every
 //! slice token wholesale, and a length-counted one the slice tokens that start few enough
@@ -15,8 +15,8 @@
 
 mod apply;
 mod batch;
-pub mod cache;
 mod disk;
+pub mod grammar_cache;
 mod loops;
 mod matcher;
 pub mod slices;
@@ -203,7 +203,7 @@ struct SliceTables {
 impl CompiledGrammar {
     /// Binds `grammar` to `vocab` (slice tables are built on first use).
     pub fn new(grammar: Arc<Grammar>, vocab: Arc<Vocabulary>) -> CompiledGrammar {
-        let index = cache::token_index(&vocab);
+        let index = grammar_cache::token_index(&vocab);
         let tables = (0..grammar.lnf().dfas.len())
             .map(|_| OnceLock::new())
             .collect();

@@ -11,7 +11,7 @@ use super::grammar::{compile_error, engine_error};
 use super::guard;
 use super::limits::compile_options;
 use super::vocab::extract_vocab;
-use crate::mask::{cache, CompiledGrammar, Matcher};
+use crate::mask::{grammar_cache, CompiledGrammar, Matcher};
 
 /// A grammar compiled for one vocabulary. Immutable and thread-safe; cached by the engine.
 #[pyclass(name = "CompiledGrammar", module = "structout._engine", frozen)]
@@ -355,7 +355,7 @@ fn compile_kbnf(
         start,
         cache_dir,
         limits,
-        cache::Write::Now,
+        grammar_cache::Write::Now,
     )
     .map(|(g, _)| g)
 }
@@ -376,9 +376,9 @@ fn load_or_compile(
     limits: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<(PyCompiledGrammar, &'static str)> {
     let write = if defer_write {
-        cache::Write::Later
+        grammar_cache::Write::Later
     } else {
-        cache::Write::Now
+        grammar_cache::Write::Now
     };
     cached_compile(
         py,
@@ -406,7 +406,7 @@ fn store_compiled(
     guard(py, || {
         let text = text.to_owned();
         let compiled = grammar.inner.clone();
-        Ok(py.allow_threads(move || cache::store(&cache_dir, &text, &compiled)))
+        Ok(py.allow_threads(move || grammar_cache::store(&cache_dir, &text, &compiled)))
     })
 }
 
@@ -419,14 +419,14 @@ fn cached_compile(
     start: &str,
     cache_dir: Option<std::path::PathBuf>,
     limits: Option<&Bound<'_, PyDict>>,
-    write: cache::Write,
-) -> PyResult<(PyCompiledGrammar, cache::Origin)> {
+    write: grammar_cache::Write,
+) -> PyResult<(PyCompiledGrammar, grammar_cache::Origin)> {
     let vocab = extract_vocab(vocab)?;
     let opts = compile_options(caller, start, limits, true)?;
     guard(py, || {
         let text = text.to_owned();
         py.allow_threads(move || {
-            cache::compile_with(&text, &opts, &vocab, cache_dir.as_deref(), write)
+            grammar_cache::compile_with(&text, &opts, &vocab, cache_dir.as_deref(), write)
         })
         .map(|(inner, origin)| (PyCompiledGrammar { inner }, origin))
         .map_err(|e| compile_error(py, &e))
@@ -436,7 +436,7 @@ fn cached_compile(
 /// Hit/miss statistics of the compiled-grammar cache.
 #[pyfunction]
 fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let s = cache::stats();
+    let s = grammar_cache::stats();
     let d = PyDict::new(py);
     d.set_item("hits", s.hits)?;
     d.set_item("misses", s.misses)?;
@@ -450,9 +450,9 @@ fn cache_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 
 /// Sets the compiled-grammar cache capacity; `clear=True` empties it and resets the counters.
 #[pyfunction]
-#[pyo3(signature = (capacity=cache::DEFAULT_CAPACITY, clear=false))]
+#[pyo3(signature = (capacity=grammar_cache::DEFAULT_CAPACITY, clear=false))]
 fn configure_cache(capacity: usize, clear: bool) {
-    cache::configure(capacity, clear);
+    grammar_cache::configure(capacity, clear);
 }
 
 /// Applies `bitmask` (int32 `[1 or >= rows, words]`, C-contiguous) to `logits` (a writeable
