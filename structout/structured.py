@@ -101,6 +101,7 @@ _GENERATE_OPTIONS = {
     "loop_guard",
     "score_choices",
     "calibration",
+    "property_order",
 }
 
 
@@ -328,7 +329,8 @@ def structured(
 
     Options: ``model``, ``schema`` (instead of the return annotation), ``system`` (a system
     message), and any of ``max_new_tokens``, ``temperature``, ``top_p``, ``seed``,
-    ``jump_forward``, ``return_result``, ``chat_template``, ``schema_in_prompt`` (passed to
+    ``jump_forward``, ``return_result``, ``chat_template``, ``schema_in_prompt``, ``loop_guard``,
+    ``score_choices``, ``calibration``, ``property_order`` (passed to
     :meth:`structout.Model.generate`). Usable bare (``@structured``) or called.
     """
     _check_options(options)

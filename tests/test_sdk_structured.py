@@ -210,3 +210,27 @@ def test_bad_schema_fails_before_the_default_model_loads(monkeypatch: pytest.Mon
 
     with pytest.raises(SchemaError, match="did you mean 'string'"):
         ask("x")
+
+
+def test_property_order_reaches_the_translator() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def recording(schema: dict[str, Any], **options: Any) -> str:
+        seen.append(options)
+        return _enum_only_translator(schema, **options)
+
+    model = Model(
+        tiny_llama(),
+        llama3_tokenizer(),
+        cache=CompileCache(disk=False),
+        engine=RefEngine(translate=recording),
+    )
+
+    @structured(model=model, max_new_tokens=20, property_order="any")
+    def classify(ticket: str) -> Kind:
+        """Classify this support ticket: {ticket}"""
+
+    assert classify("The app crashes") in ("bug", "feature", "question")
+    assert seen and seen[-1].get("property_order") == "any"
+    with pytest.raises(TypeError, match="property_orderr"):
+        structured(model=model, property_orderr="any")
