@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from structout.bitmask import allocate_token_bitmask
+from structout.masks import fill_next_token_bitmasks
+
 if TYPE_CHECKING:  # pragma: no cover
     from structout.cache import CompileCache
     from structout.vocab import Vocabulary
@@ -93,15 +96,12 @@ class NativeEngine:
         return cache.compiled_grammar(kbnf, vocab, limits)
 
     def allocate_token_bitmask(self, batch: int, vocab_size: int) -> Any:
-        from structout.bitmask import allocate_token_bitmask
-
         return allocate_token_bitmask(batch, vocab_size)
 
     def fill_next_token_bitmasks(
         self, matchers: Sequence[Any], bitmask: Any, rows: Sequence[int] | None = None
     ) -> None:
-        from structout.masks import fill_next_token_bitmasks
-
+        # (once per decode step: the imports are at module level)
         fill_next_token_bitmasks(matchers, bitmask, rows)
 
 

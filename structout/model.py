@@ -42,7 +42,7 @@ from structout.reasoning import Reasoned
 from structout.results import GenerationResult, IncrementalText, finalize
 from structout.sampling import DEFAULT_MAX_NEW_TOKENS, SamplingParams
 from structout.targets import KBNF, Target, resolve_schema
-from structout.tokens import TokenSpace
+from structout.tokens import TokenSpace, text_token_bytes
 from structout.tools import AssistantTurn, ToolFormat, ToolSpec
 from structout.turns import Turn
 
@@ -269,12 +269,7 @@ class Model:
         """Token bytes (special tokens none), EOS ids and the encoder, from the engine's
         vocabulary (built once)."""
         if self._tokens is None:
-            vocab = self.vocab
-            token_bytes = [bytes(b) for b in vocab.all_token_bytes()][: self.vocab_size]
-            token_bytes += [b""] * (self.vocab_size - len(token_bytes))
-            for i in vocab.special_token_ids():  # special tokens are never text
-                if 0 <= i < len(token_bytes):
-                    token_bytes[i] = b""
+            token_bytes = text_token_bytes(self.vocab, self.vocab_size)
             self._tokens = TokenSpace(
                 token_bytes, self.eos_token_ids, self.vocab_size, _encoder(self.tokenizer)
             )

@@ -11,10 +11,21 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Callable
 
-__all__ = ["TokenSpace"]
+__all__ = ["TokenSpace", "text_token_bytes"]
 
 #: Prefix-extension lists kept per TokenSpace (one per token that ended a jump-forward chunk).
 MAX_CACHED_EXTENSIONS = 65536
+
+
+def text_token_bytes(vocab: Any, size: int) -> list[bytes]:
+    """The text of token ids ``0..size`` from an engine vocabulary (``all_token_bytes``,
+    ``special_token_ids``): ids beyond the vocabulary and special tokens produce none."""
+    token_bytes = list(vocab.all_token_bytes())[:size]
+    token_bytes += [b""] * (size - len(token_bytes))
+    for i in vocab.special_token_ids():  # special tokens are never text
+        if 0 <= i < size:
+            token_bytes[i] = b""
+    return token_bytes
 
 
 class TokenSpace:

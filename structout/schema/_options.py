@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 from ._ir import MAX_WORK
@@ -99,8 +100,7 @@ class TranslatorOptions:
         """The engine's common-shape translator covers these options: the default layout and
         limits, any number bound (it prints the same text as the Python translator)."""
         n = self.max_number_length
-        defaults = TranslatorOptions(max_number_length=n, by_alias=self.by_alias)
-        return self == defaults and (n is None or n < 2**32)
+        return (n is None or n < 2**32) and _layout_and_limits(self) == _DEFAULT_LAYOUT_AND_LIMITS
 
     def key_fields(self) -> dict[str, Any]:
         """The fields as a dict for cache keys (``registry`` only when set)."""
@@ -114,5 +114,9 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-#: The option names, for callers that split keyword arguments.
-OPTION_NAMES = frozenset(f.name for f in fields(TranslatorOptions))
+#: Every field but the two the common-shape translator takes any value of (``by_alias`` does not
+#: apply to a dict schema; it handles ``max_number_length`` itself).
+_layout_and_limits = attrgetter(
+    *(f.name for f in fields(TranslatorOptions) if f.name not in ("by_alias", "max_number_length"))
+)
+_DEFAULT_LAYOUT_AND_LIMITS = _layout_and_limits(TranslatorOptions())

@@ -46,6 +46,7 @@ from structout.errors import RollbackError, StructoutError
 from structout.integrations.vllm.specs import LIMITS, request_kbnf
 from structout.json_track import JsonTrack
 from structout.loop_guard import LoopGuard, RowGuard, TokenClosers
+from structout.tokens import text_token_bytes
 
 __all__ = ["StructoutBackend", "StructoutGrammar"]
 
@@ -274,8 +275,7 @@ class StructoutBackend(StructuredOutputBackend):
     def _token_closers(self, vocab: Any) -> tuple[TokenClosers, list[bytes]]:
         with self._vocab_lock:
             if self._closers is None:
-                token_bytes = list(vocab.all_token_bytes())[: self.vocab_size]
-                token_bytes += [b""] * (self.vocab_size - len(token_bytes))
+                token_bytes = text_token_bytes(vocab, self.vocab_size)
                 self._closers = (TokenClosers(token_bytes), token_bytes)
             return self._closers
 
