@@ -316,6 +316,52 @@ def store_compiled(text: str, grammar: CompiledGrammar, cache_dir: str | os.Path
     :func:`load_or_compile` looks for it (GIL released). False when the write failed or ``text``
     is not the grammar's (counted in ``cache_stats()["disk_errors"]``)."""
 
+def store_compiled_later(
+    text: str,
+    grammar: CompiledGrammar,
+    cache_dir: str | os.PathLike[str],
+    unless_removed: str | os.PathLike[str] | None = None,
+) -> None:
+    """Queues on the writer thread what :func:`store_compiled` does, skipped if ``unless_removed``
+    names a directory that is gone by then."""
+
+@final
+class DiskWrites:
+    """One cache's files written in the background by the engine's writer thread (one per
+    process, never holding the GIL), and their outcomes."""
+
+    def __init__(self) -> None: ...
+    def write_later(
+        self,
+        path: str | os.PathLike[str],
+        data: bytes,
+        unless_removed: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """Queues an atomic write of ``data`` to ``path`` (a temporary file in the same
+        directory, created with its parents, renamed over ``path``), skipped if
+        ``unless_removed`` names a directory that is gone by then."""
+    @property
+    def written(self) -> int:
+        """Files written."""
+    @property
+    def failed(self) -> int:
+        """Writes that failed."""
+    def take_error(self) -> str | None:
+        """The first failure's message not taken yet, else None."""
+
+def flush_disk_writes(timeout_s: float | None = None) -> bool:
+    """Waits (GIL released) until the writes queued so far are done; False when ``timeout_s``
+    seconds passed first."""
+
+def pause_disk_writes(timeout_s: float | None = None, *, start: bool = True) -> bool:
+    """Holds the writer thread between jobs: True once no write is running, False when
+    ``timeout_s`` passed first (paused all the same), until as many
+    :func:`resume_disk_writes` calls. ``start=False`` (before a fork) pauses only a writer this
+    process has started."""
+
+def resume_disk_writes() -> None:
+    """Ends one :func:`pause_disk_writes` (the writer goes on after the last)."""
+
 def apply_token_bitmask_inplace(logits: npt.NDArray[Any], bitmask: _Bitmask) -> bool:
     """Sets the logits whose bit is clear (and columns beyond the bitmask) to ``-inf`` in place,
     GIL released: ``logits`` a writeable C-contiguous float32/float64 ``[rows, vocab]`` array,
@@ -345,6 +391,7 @@ __all__ = [
     "ENGINE_LIMITS",
     "PREBUILT_PATTERNS",
     "CompiledGrammar",
+    "DiskWrites",
     "Grammar",
     "Matcher",
     "Recognizer",
@@ -359,8 +406,12 @@ __all__ = [
     "compile_kbnf",
     "configure_cache",
     "fill_next_token_bitmasks",
+    "flush_disk_writes",
     "load_or_compile",
     "minimal_partition_of",
+    "pause_disk_writes",
+    "resume_disk_writes",
     "store_compiled",
+    "store_compiled_later",
     "translate_common_schema",
 ]

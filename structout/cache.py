@@ -19,11 +19,12 @@ Two layers:
   one that is corrupt, truncated or foreign is detected (magic, build, checksum, key, structural
   checks), recompiled and replaced, never trusted.
 
-Both disk layers are written after the call that compiled the entry has returned, by one
-background thread per process (:func:`flush_disk_writes` waits for it; interpreter exit does too,
-not ``os._exit``), so a new schema is ready without waiting for the filesystem. Statistics are
-readable with :func:`cache_stats` (``structout.cache_stats()``: the process-wide cache; or
-``CompileCache.stats()``); the engine's own counters, every path included, with
+Both disk layers are written after the call that compiled the entry has returned, by the
+engine's writer thread (one per process, native: it never holds the interpreter lock, so it does
+not slow the next request's Python work; :func:`flush_disk_writes` waits for it, interpreter exit
+does too, not ``os._exit``), so a new schema is ready without waiting for the filesystem.
+Statistics are readable with :func:`cache_stats` (``structout.cache_stats()``: the process-wide
+cache; or ``CompileCache.stats()``); the engine's own counters, every path included, with
 ``structout.grammar_cache_stats()``.
 """
 
@@ -36,15 +37,14 @@ import json
 import marshal
 import os
 import sys
-import tempfile
 import threading
 import warnings
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from structout import _engine
 from structout.lru import LRU
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -194,6 +194,10 @@ class CompileCache:
         self._stats = CacheStats()
         self._stats_lock = threading.Lock()
         self._warned = False
+        # This cache's KBNF entries, written by the engine's writer thread (its outcomes are
+        # counted there; ``_writes_base`` is what they were at the last ``reset_stats``).
+        self._writes = _engine.DiskWrites()
+        self._writes_base = (0, 0)
 
     # ----------------------------------------------------------------- paths & stats
     @property
@@ -205,26 +209,37 @@ class CompileCache:
         """Where compiled grammars are kept on disk (None when ``disk=False``)."""
         return self.directory / "grammars" if self.disk else None
 
-    def _entry_path(self, key: str) -> Path:
-        return self.directory / "kbnf" / f"v{DISK_FORMAT}" / key[:2] / f"{key}.kbnf"
+    def _root(self) -> str:
+        """The directory as text (``os.path`` on strings: a lookup costs microseconds, not the
+        tens that ``pathlib`` objects cost on every new schema)."""
+        return (
+            os.fspath(self._directory) if self._directory is not None else str(default_cache_dir())
+        )
+
+    def _entry_path(self, root: str, key: str) -> str:
+        return os.path.join(root, "kbnf", f"v{DISK_FORMAT}", key[:2], f"{key}.kbnf")
 
     def _count(self, field: str) -> None:
         with self._stats_lock:
             setattr(self._stats, field, getattr(self._stats, field) + 1)
 
     def stats(self) -> CacheStats:
+        self._report_write_error()
         with self._stats_lock:
-            return CacheStats(**asdict(self._stats))
+            stats = CacheStats(**asdict(self._stats))
+            written, failed = self._writes_base
+        stats.disk_writes += self._writes.written - written
+        stats.disk_errors += self._writes.failed - failed
+        return stats
 
     def reset_stats(self) -> None:
         with self._stats_lock:
             self._stats = CacheStats()
+            self._writes_base = (self._writes.written, self._writes.failed)
 
     def clear(self, *, disk: bool = False) -> None:
         """Drop the in-memory KBNF layer and the engine's compiled grammars (and this cache's
         on-disk KBNF and compiled-grammar entries when ``disk=True``)."""
-        from structout import _engine
-
         # Pending writes first: they would bring entries back, or count after the reset.
         flush_disk_writes()
         self._kbnf.clear()
@@ -255,8 +270,9 @@ class CompileCache:
         if text is not None:
             self._count("schema_memory_hits")
             return text, key
-        if self.disk:
-            text = self._read_disk(key)
+        root = self._root() if self.disk else None
+        if root is not None:
+            text = self._read_disk(self._entry_path(root, key), key)
             if text is not None:
                 self._count("schema_disk_hits")
                 self._kbnf.put(key, text)
@@ -266,15 +282,14 @@ class CompileCache:
         if not isinstance(text, str):
             raise TypeError(f"schema translator returned {type(text).__name__}, expected str")
         self._kbnf.put(key, text)
-        if self.disk:
-            path = self._entry_path(key)
-            self._write_later(lambda: self._write_disk(path, key, text))
+        if root is not None:
+            self._write_disk(root, key, text)
         return text, key
 
-    def _read_disk(self, key: str) -> str | None:
-        path = self._entry_path(key)
+    def _read_disk(self, path: str, key: str) -> str | None:
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as fh:
+                raw = fh.read()
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
@@ -296,7 +311,9 @@ class CompileCache:
         # None: a corrupt or foreign file, a miss; the next write replaces it atomically.
         return text
 
-    def _write_disk(self, path: Path, key: str, text: str) -> None:
+    def _write_disk(self, root: str, key: str, text: str) -> None:
+        """Hands a new KBNF entry to the engine's writer thread, which writes it after this call
+        returns, without the interpreter lock."""
         body = text.encode("utf-8")
         header = {
             "format": DISK_FORMAT,
@@ -306,22 +323,28 @@ class CompileCache:
         }
         # One line: json.dumps escapes every newline inside strings.
         data = json.dumps(header).encode("utf-8") + b"\n" + body
-        try:
-            atomic_write_bytes(path, data)
-        except OSError as exc:
-            self._disk_problem(f"cannot write {path}: {exc}")
-            return
-        self._count("disk_writes")
+        path = self._entry_path(root, key)
+        self._writes.write_later(path, data, _unless_removed(root))
+        self._report_write_error()
+
+    def _report_write_error(self) -> None:
+        """Warns (once per cache) of the first background write that failed."""
+        message = self._writes.take_error()
+        if message is not None:
+            self._warn_disk_problem(message)
 
     def _disk_problem(self, message: str) -> None:
         self._count("disk_errors")
+        self._warn_disk_problem(message)
+
+    def _warn_disk_problem(self, message: str) -> None:
         if not self._warned:
             self._warned = True
             warnings.warn(
                 f"structout cache: {message}; continuing without the disk cache for this entry "
                 "(set STRUCTOUT_CACHE_DIR to a writable directory to fix)",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     # ----------------------------------------------------------------- KBNF → grammar
@@ -331,9 +354,8 @@ class CompileCache:
         """The compiled grammar for ``kbnf`` over ``vocab`` under the engine ``limits``: from the
         engine's memory cache, else from this cache's disk directory, else compiled (and then
         written there). Disk problems never fail the call; they cost a compilation."""
-        from structout import _engine
-
-        directory = self.grammar_directory
+        root = self._root() if self.disk else None
+        directory = os.path.join(root, "grammars") if root is not None else None
         engine_limits = dict(limits or {})
         grammar, origin = _engine.load_or_compile(
             kbnf, vocab, "start", directory, defer_write=True, **engine_limits
@@ -342,137 +364,23 @@ class CompileCache:
             {"memory": "grammar_hits", "disk": "grammar_disk_hits"}.get(origin, "grammar_misses")
         )
         if origin == "compiled" and directory is not None:
-            self._write_later(lambda: _engine.store_compiled(kbnf, grammar, directory))
+            _engine.store_compiled_later(kbnf, grammar, directory, _unless_removed(root))
         return grammar
 
-    def _write_later(self, write: Callable[[], object]) -> None:
-        """Hands ``write`` to the background writer; skipped there if this cache's directory
-        existed now and was removed meanwhile (a write does not bring it back)."""
-        root = self.directory
-        existed = root.is_dir()
-        _writer.submit(lambda: write() if root.is_dir() or not existed else None)
+
+def _unless_removed(root: str | None) -> str | None:
+    """``root`` when it exists now: a background write is then skipped if it was removed
+    meanwhile (a write does not bring back a cache directory its owner deleted)."""
+    return root if root is not None and os.path.isdir(root) else None
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see either the old file or the complete new one.
-
-    The temporary file lives in the destination directory (same filesystem) and is renamed over the
-    destination with ``os.replace``, which is atomic on POSIX and Windows. Concurrent writers of the
-    same key simply race to an identical result. Not flushed to the device (``fsync``, about a
-    millisecond on the path of every new schema): every entry carries a checksum of its body,
-    checked on reading, so what a crash leaves half written is a miss, never a wrong entry.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-class _BackgroundWriter:
-    """Runs the cache's disk writes in order on one daemon thread, after the call that produced
-    each entry has returned (a write costs about as much as compiling a median schema, and
-    nothing on the request's path needs it done).
-
-    Invariants: ``submitted - done`` writes are pending, at most ``MAX_PENDING`` (a caller waits
-    for room; queued writes hold their grammars, so memory is bounded by that count); a job's
-    exception becomes a warning, never the end of the thread or the caller's error (the jobs
-    report disk problems themselves: ``disk_errors``); a fork waits until the thread is between
-    jobs (a job may hold a lock the child would need: a cache's counters, the engine's cache)
-    and the child starts its own writer, without the parent's queue (those entries are the
-    parent's to write); after the flush at exit, writes run in the caller's thread."""
-
-    MAX_PENDING = 256
-
-    def __init__(self) -> None:
-        self._reset()
-
-    def _reset(self) -> None:
-        self._cond = threading.Condition()
-        self._jobs: deque[Callable[[], object]] = deque()
-        self._submitted = 0
-        self._done = 0
-        self._closed = False
-        self._thread: threading.Thread | None = None
-
-    def submit(self, job: Callable[[], object]) -> None:
-        with self._cond:
-            inline = self._closed
-            if not inline and (self._thread is None or not self._thread.is_alive()):
-                thread = threading.Thread(
-                    target=self._run, name="structout-cache-writer", daemon=True
-                )
-                try:
-                    thread.start()
-                    self._thread = thread
-                except RuntimeError:  # no new threads at interpreter shutdown
-                    inline = True
-            if not inline:
-                self._cond.wait_for(lambda: self._submitted - self._done < self.MAX_PENDING)
-                self._jobs.append(job)
-                self._submitted += 1
-                self._cond.notify_all()
-        if inline:
-            _run_job(job)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._jobs:
-                    self._cond.wait()
-                job = self._jobs.popleft()
-            try:
-                _run_job(job)
-            finally:
-                with self._cond:
-                    self._done += 1
-                    self._cond.notify_all()
-
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait for the writes submitted so far (not for those submitted meanwhile)."""
-        with self._cond:
-            target = self._submitted
-            return self._cond.wait_for(lambda: self._done >= target, timeout)
-
-    def close(self) -> None:
-        """At exit: finish what is queued, then write in the caller's thread (no thread of ours
-        is inside the engine while the interpreter finalizes)."""
-        self.flush(30.0)
-        with self._cond:
-            self._closed = True
-
-    def before_fork(self) -> None:
-        # Between jobs: none popped and unfinished (the condition is held across the fork).
-        self._cond.acquire()
-        self._cond.wait_for(lambda: self._submitted - self._done == len(self._jobs), 10.0)
-
-    def after_fork_in_parent(self) -> None:
-        self._cond.release()
-
-
-def _run_job(job: Callable[[], object]) -> None:
-    try:
-        job()
-    except Exception as exc:  # noqa: BLE001 -- a failed write is a miss later, not a crash
-        warnings.warn(
-            f"structout cache: a disk write failed ({exc!r}); the entry will be compiled again "
-            "when needed",
-            RuntimeWarning,
-            stacklevel=1,
-        )
-
-
-_writer = _BackgroundWriter()
 if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
+    # A fork waits until the engine's writer thread is between jobs (a job may hold a lock the
+    # child would need: the engine's cache counters); the child starts its own writer at its
+    # first write, without the parent's queue (those entries are the parent's to write).
     os.register_at_fork(
-        before=_writer.before_fork,
-        after_in_parent=_writer.after_fork_in_parent,
-        after_in_child=_writer._reset,
+        before=lambda: _engine.pause_disk_writes(10.0, start=False),
+        after_in_parent=_engine.resume_disk_writes,
     )
 
 
@@ -484,10 +392,10 @@ def flush_disk_writes(timeout: float | None = None) -> bool:
     leaves the last ones unwritten (a miss later, never a wrong entry). Call it before removing a
     cache directory that is still in use.
     """
-    return _writer.flush(timeout)
+    return bool(_engine.flush_disk_writes(timeout))
 
 
-atexit.register(_writer.close)
+atexit.register(flush_disk_writes, 30.0)
 
 _default_cache: CompileCache | None = None
 _default_lock = threading.Lock()

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-import structout.cache as cache_mod
+from structout import _engine
 from structout.cache import CompileCache, default_cache_dir, flush_disk_writes, schema_key
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,12 +150,12 @@ def test_unwritable_directory_degrades_to_memory(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     cache = CompileCache(blocker / "sub")
     tr = CountingTranslator()
-    # (the write, and so its warning, happens in the background, before the flush returns)
+    # (the write fails in the background, before the flush returns; the cache's next call warns)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         cache.kbnf_for_schema(SCHEMA, tr)
         flush_disk_writes()
-    assert cache.stats().disk_errors == 1
+        assert cache.stats().disk_errors == 1
     assert any(
         w.category is RuntimeWarning and "STRUCTOUT_CACHE_DIR" in str(w.message) for w in caught
     )
@@ -406,10 +405,9 @@ def test_schemas_differing_in_key_order_keep_their_own_grammars(tmp_path: Path) 
 
 
 def test_disk_writes_happen_after_the_call(tmp_path: Path) -> None:
-    # Hold the writer with a job of our own: the lookup returns all the same, its entries are
-    # written once the writer is free.
-    release = threading.Event()
-    cache_mod._writer.submit(release.wait)
+    # Hold the writer: the lookup returns all the same, its entries are written once the writer
+    # goes on.
+    assert _engine.pause_disk_writes(30)
     try:
         cache = CompileCache(tmp_path)
         text, key = cache.kbnf_for_schema(SCHEMA, CountingTranslator())
@@ -418,7 +416,7 @@ def test_disk_writes_happen_after_the_call(tmp_path: Path) -> None:
         assert not list(tmp_path.rglob("*.kbnf")) and not list(tmp_path.rglob("*.grammar"))
         assert not flush_disk_writes(timeout=0.05)
     finally:
-        release.set()
+        _engine.resume_disk_writes()
     assert flush_disk_writes(timeout=30)
     assert len(list(tmp_path.rglob(f"{key}.kbnf"))) == 1
     assert len(list((tmp_path / "grammars").rglob("*.grammar"))) == 1
@@ -434,88 +432,52 @@ def test_disk_writes_happen_after_the_call(tmp_path: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_a_forked_child_writes_its_own_entries(tmp_path: Path) -> None:
     cache, other = CompileCache(tmp_path), CompileCache(tmp_path)
-    # The writer busy in a job that holds a lock the child needs (`cache`'s counters) and, queued
-    # behind it, one of the parent's writes: the fork waits for the job to end, and the child
-    # neither hangs on the lock nor writes the parent's entry.
-    started, release = threading.Event(), threading.Event()
-
-    def holding() -> None:
-        with cache._stats_lock:
-            started.set()
-            release.wait(30)
-
-    cache_mod._writer.submit(holding)
-    assert started.wait(30)
-    _, parent_key = other.kbnf_for_schema({"const": "parent"}, CountingTranslator())
-    threading.Timer(0.2, release.set).start()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover -- the child reports through its exit status
-        ok = False
-        try:
-            _, key = cache.kbnf_for_schema({"const": "child"}, CountingTranslator())
-            ok = flush_disk_writes(timeout=30) and len(list(tmp_path.rglob(f"{key}.kbnf"))) == 1
-        finally:
-            os._exit(0 if ok else 1)
-    deadline = time.monotonic() + 60
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    if not done:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-    assert done, "the child hung"
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    # The parent's writer held with one of its writes queued: the child neither hangs nor writes
+    # the parent's entry, and writes its own; the parent's is written once its writer goes on.
+    assert _engine.pause_disk_writes(30)
+    try:
+        _, parent_key = other.kbnf_for_schema({"const": "parent"}, CountingTranslator())
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover -- the child reports through its exit status
+            ok = False
+            try:
+                _, key = cache.kbnf_for_schema({"const": "child"}, CountingTranslator())
+                ok = (
+                    flush_disk_writes(timeout=30)
+                    and len(list(tmp_path.rglob(f"{key}.kbnf"))) == 1
+                    and not list(tmp_path.rglob(f"{parent_key}.kbnf"))
+                )
+            finally:
+                os._exit(0 if ok else 1)
+        deadline = time.monotonic() + 60
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if not done:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert done, "the child hung"
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        assert not list(tmp_path.rglob(f"{parent_key}.kbnf")), "the fork resumed the writer"
+    finally:
+        _engine.resume_disk_writes()
     assert flush_disk_writes(timeout=30)
     assert len(list(tmp_path.rglob(f"{parent_key}.kbnf"))) == 1
     assert len(list(tmp_path.rglob("*.kbnf"))) == 2  # the parent's entry and the child's
 
 
-def test_flush_waits_for_earlier_writes_only() -> None:
-    writer = cache_mod._writer
-    first, release = threading.Event(), threading.Event()
-    writer.submit(first.wait)
-    flushed: list[bool] = []
-    waiter = threading.Thread(target=lambda: flushed.append(flush_disk_writes(timeout=30)))
-    waiter.start()
-    writer.submit(release.wait)  # submitted after the flush began: not waited for
-    first.set()
-    waiter.join(timeout=30)
-    assert flushed == [True]
-    release.set()
-    assert flush_disk_writes(timeout=30)
-
-
 def test_a_write_does_not_bring_back_a_removed_directory(tmp_path: Path) -> None:
     root = tmp_path / "cache"
     root.mkdir()
-    release = threading.Event()
-    cache_mod._writer.submit(release.wait)
+    assert _engine.pause_disk_writes(30)
     try:
         CompileCache(root).kbnf_for_schema(SCHEMA, CountingTranslator())
         _forget_memory()
         CompileCache(root).compiled_grammar(KBNF, _vocab())
         shutil.rmtree(root)
     finally:
-        release.set()
+        _engine.resume_disk_writes()
     assert flush_disk_writes(timeout=30)
     assert not root.exists()
-
-
-def test_pending_writes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    writer = cache_mod._writer
-    monkeypatch.setattr(writer, "MAX_PENDING", 2)
-    release = threading.Event()
-    done: list[int] = []
-    writer.submit(release.wait)
-    writer.submit(lambda: done.append(1))
-    # A third write waits for room instead of growing the queue.
-    third = threading.Thread(target=writer.submit, args=(lambda: done.append(3),))
-    third.start()
-    third.join(timeout=0.2)
-    assert third.is_alive() and done == []
-    release.set()
-    third.join(timeout=30)
-    assert not third.is_alive()
-    assert flush_disk_writes(timeout=30) and done == [1, 3]

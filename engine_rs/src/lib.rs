@@ -4,11 +4,12 @@
 //! automata), `kbnf` (parsing), `lnf` (normalization into flat buffers), `grammar` (the
 //! compilation entry point), `earley` (the recognizer), [`vocab`] (token vocabularies and the
 //! flat token trie), `mask` (grammars bound to a vocabulary, matchers, the compiled-grammar
-//! [`grammar_cache`] with its disk layer), `persist` (the disk codec). Python bindings live in `python`,
-//! behind the `python` feature.
+//! [`grammar_cache`] with its disk layer and the [`disk_writer`] thread that writes it in the
+//! background), `persist` (the disk codec). Python bindings live in `python`, behind the `python`
+//! feature.
 //!
-//! The public surface is what this root re-exports plus [`vocab`] and [`grammar_cache`]; the layers are
-//! crate-private so they can change without breaking users.
+//! The public surface is what this root re-exports plus [`vocab`], [`grammar_cache`] and
+//! [`disk_writer`]; the layers are crate-private so they can change without breaking users.
 
 #![warn(missing_docs)]
 
@@ -33,8 +34,8 @@ pub use error::{CompileError, Diagnostic, EngineError, ErrorKind};
 pub use grammar::Grammar;
 pub use kbnf::share::SharedRules;
 pub use mask::{
-    apply_bitmask, fill_next_token_bitmasks, grammar_cache, CompiledGrammar, Logit, MaskCacheStats,
-    Matcher,
+    apply_bitmask, disk_writer, fill_next_token_bitmasks, grammar_cache, CompiledGrammar, Logit,
+    MaskCacheStats, Matcher,
 };
 pub use options::CompileOptions;
 

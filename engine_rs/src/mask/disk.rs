@@ -101,7 +101,13 @@ pub(crate) fn load(
 /// millisecond or so on the path of every new grammar): the checksum makes an entry that a crash
 /// left half written a miss.
 pub(crate) fn store(path: &Path, text: &str, grammar: &CompiledGrammar) -> std::io::Result<()> {
-    let bytes = encode_entry(text, grammar);
+    write_atomic(path, &encode_entry(text, grammar))
+}
+
+/// Writes `bytes` to `path` so that readers see the old file or the whole new one: a temporary
+/// file in the same directory (created with its parents), renamed over `path`. The temporary
+/// name carries the process and thread, so concurrent writers never share one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("entry path has no parent"))?;
@@ -114,7 +120,7 @@ pub(crate) fn store(path: &Path, text: &str, grammar: &CompiledGrammar) -> std::
     ));
     let written = (|| {
         let mut f = fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
+        f.write_all(bytes)?;
         fs::rename(&tmp, path)
     })();
     if written.is_err() {

@@ -6,6 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+pub use super::disk::write_atomic;
 use super::disk::{self, LoadError};
 use super::{CompiledGrammar, TokenIndex};
 use crate::error::CompileError;

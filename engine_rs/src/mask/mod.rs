@@ -16,6 +16,7 @@
 mod apply;
 mod batch;
 mod disk;
+pub mod disk_writer;
 pub mod grammar_cache;
 mod loops;
 mod matcher;

@@ -16,7 +16,7 @@ use crate::mask::{grammar_cache, CompiledGrammar, Matcher};
 /// A grammar compiled for one vocabulary. Immutable and thread-safe; cached by the engine.
 #[pyclass(name = "CompiledGrammar", module = "structout._engine", frozen)]
 pub struct PyCompiledGrammar {
-    inner: Arc<CompiledGrammar>,
+    pub(super) inner: Arc<CompiledGrammar>,
 }
 
 #[pymethods]

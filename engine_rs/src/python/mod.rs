@@ -4,6 +4,7 @@
 //! catches panics, so no panic crosses the FFI boundary.
 
 mod automata;
+mod disk;
 mod grammar;
 mod limits;
 mod mask;
@@ -57,6 +58,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     grammar::register(m)?;
     vocab::register(m)?;
     mask::register(m)?;
+    disk::register(m)?;
     limits::register(m)?;
     schema::register(m)?;
     Ok(())
