@@ -410,4 +410,4 @@ def _canonical_json_iterative(value: Any) -> str:
 
 
 # Bump when the emitted grammar for an unchanged schema changes (invalidates caches).
-_TRANSLATOR_REVISION = 6
+_TRANSLATOR_REVISION = 7

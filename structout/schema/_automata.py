@@ -23,7 +23,7 @@ from . import _regex as rx
 MAX_NFA_STATES = 60_000
 MAX_DFA_STATES = 30_000
 K = TypeVar("K", bound=Hashable)
-MAX_ELIMINATION_STATES = 400
+MAX_ELIMINATION_STATES = 64
 
 
 class AutomatonTooLarge(Exception):
