@@ -14,6 +14,9 @@
 //!   parent's queue, whose lock the fork may have copied held.
 //! - A submission that cannot start the thread (a process shutting down) runs its job in the
 //!   caller, so nothing is lost.
+//! - The thread runs at the lowest priority (Linux: nice 19): woken by a submission it would
+//!   otherwise often preempt the submitter on its own core, and a server's request would wait
+//!   for the write it just queued (about 0.3 ms per new schema measured on a busy 2-core machine).
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -156,8 +159,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Lowers the calling thread's scheduling priority to the lowest (Linux, where `who = 0` names
+/// the calling thread; elsewhere it would name the whole process, so nothing is done).
+fn lower_own_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its integer arguments; a failure (a sandbox that forbids
+    // it) leaves the priority as it was.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
+}
+
 impl Queue {
     fn work(self: Arc<Self>) {
+        lower_own_priority();
         loop {
             let entry = {
                 let mut s = lock(&self.state);
