@@ -259,17 +259,28 @@ class CompileCache:
         schema: Any,
         translate: Callable[[Any], str],
         options: Mapping[str, Any] | None = None,
+        *,
+        quick: Callable[[Any], str | None] | None = None,
     ) -> tuple[str, str]:
         """Return ``(kbnf_text, key)`` for a JSON Schema, translating only on a miss.
 
         ``translate(schema)`` is called on a miss (its exceptions propagate unchanged, nothing is
-        cached for a schema that fails to translate).
+        cached for a schema that fails to translate). ``quick(schema)``, when given, is tried on
+        a memory miss before the disk: a translation cheaper than a disk lookup (the engine's
+        common shape), whose text is kept in memory only; None passes on to the disk and
+        ``translate``.
         """
         key = schema_key(schema, options)
         text = self._kbnf.get(key)
         if text is not None:
             self._count("schema_memory_hits")
             return text, key
+        if quick is not None:
+            text = quick(schema)
+            if text is not None:
+                self._count("schema_misses")
+                self._kbnf.put(key, text)
+                return text, key
         root = self._root() if self.disk else None
         if root is not None:
             text = self._read_disk(self._entry_path(root, key), key)

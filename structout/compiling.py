@@ -36,12 +36,23 @@ def schema_kbnf(
     ``cache`` (default: the process-wide cache); ``translate`` defaults to
     :func:`structout.schema.to_kbnf`."""
     from structout.cache import get_default_cache
-    from structout.schema import to_kbnf
+    from structout.schema import TranslatorOptions, common_shape_kbnf
+    from structout.schema import translate as python_translator
 
-    run = translate if translate is not None else to_kbnf
     options = dict(translator_options)
     cache = cache if cache is not None else get_default_cache()
-    text, _ = cache.kbnf_for_schema(schema, lambda s: run(s, **options), options or None)
+    if translate is not None:
+        text, _ = cache.kbnf_for_schema(schema, lambda s: translate(s, **options), options or None)
+        return text
+    # What to_kbnf does, in two steps: the engine's common shape first (kept in memory only,
+    # cheaper than a disk lookup), then the disk layer and the Python translator.
+    parsed = TranslatorOptions(**options)
+    text, _ = cache.kbnf_for_schema(
+        schema,
+        lambda s: python_translator(s, parsed).kbnf,
+        options or None,
+        quick=lambda s: common_shape_kbnf(s, parsed),
+    )
     return text
 
 

@@ -481,3 +481,30 @@ def test_a_write_does_not_bring_back_a_removed_directory(tmp_path: Path) -> None
         _engine.resume_disk_writes()
     assert flush_disk_writes(timeout=30)
     assert not root.exists()
+
+
+def test_the_engines_common_shape_skips_the_disk_kbnf_layer(tmp_path: Path) -> None:
+    # A schema the engine translates (tens of microseconds, less than a disk lookup) is kept in
+    # memory only; one the Python translator takes has its KBNF written. Both compiled grammars
+    # go to disk, and a new cache on the directory gives the same texts.
+    from structout.compiling import schema_kbnf
+    from structout.schema import common_shape_kbnf, to_kbnf
+    from structout.schema._options import TranslatorOptions
+
+    common = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    patterned = {"type": "string", "pattern": "^[a-z]+-[0-9]{2}$"}
+    options = TranslatorOptions()
+    assert common_shape_kbnf(common, options) is not None
+    assert common_shape_kbnf(patterned, options) is None
+    cache = CompileCache(tmp_path)
+    texts = [schema_kbnf(s, {}, cache) for s in (common, patterned)]
+    assert texts == [to_kbnf(common), to_kbnf(patterned)]
+    flush_disk_writes()
+    assert cache.stats().schema_misses == 2 and cache.stats().disk_writes == 1
+    assert [
+        schema_key(s, None) in {p.stem for p in tmp_path.rglob("*.kbnf")}
+        for s in (common, patterned)
+    ] == [False, True]
+    fresh = CompileCache(tmp_path)
+    assert [schema_kbnf(s, {}, fresh) for s in (common, patterned)] == texts
+    assert (fresh.stats().schema_disk_hits, fresh.stats().schema_misses) == (1, 1)

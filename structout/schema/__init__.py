@@ -303,14 +303,17 @@ def to_kbnf(schema_or_type: Any, options: TranslatorOptions | None = None, **key
         LimitExceededError: the schema exceeds a size or complexity limit.
     """
     options = _options(options, keywords)
-    if isinstance(schema_or_type, dict) and options.common_shape_applies():
-        # The common shape (typed properties, arrays, strings, numbers, small enums) is
-        # translated by the engine, to the same text (see engine_rs/src/schema); None: any
-        # other schema, translated here.
-        text = translate_common_schema(schema_or_type, options.max_number_length or None)
-        if text is not None:
-            return text
-    return translate(schema_or_type, options).kbnf
+    text = common_shape_kbnf(schema_or_type, options)
+    return text if text is not None else translate(schema_or_type, options).kbnf
+
+
+def common_shape_kbnf(schema: Any, options: TranslatorOptions) -> str | None:
+    """The KBNF :func:`to_kbnf` returns, when the engine translates the schema: the common shape
+    (typed properties, arrays, strings, numbers, small enums), to the Python translator's text
+    byte for byte (see engine_rs/src/schema), in tens of microseconds; else None."""
+    if isinstance(schema, dict) and options.common_shape_applies():
+        return translate_common_schema(schema, options.max_number_length or None)
+    return None
 
 
 def _options(options: TranslatorOptions | None, keywords: Mapping[str, Any]) -> TranslatorOptions:
