@@ -314,24 +314,32 @@ impl Explored {
     /// and distances, one pass renumbers (skipped when every state is co-reachable: ids are then
     /// unchanged). Minimizing is `O(k·n·log n)` and keeps the table when nothing merges.
     pub(super) fn finish(self, classes: [u8; 256]) -> Dfa {
-        self.finish_with(classes, true)
+        self.finish_with(classes, true, None)
     }
 
     /// [`Explored::finish`] without minimization: every co-reachable state keeps its place (a
     /// length-counted automaton's base, whose ids the counter layers refer to, or a construction
     /// whose states are already distinct).
     pub(super) fn finish_as_explored(self, classes: [u8; 256]) -> Dfa {
-        self.finish_with(classes, false)
+        self.finish_with(classes, false, None)
     }
 
-    fn finish_with(self, classes: [u8; 256], minimize: bool) -> Dfa {
-        let Explored {
-            stride,
-            trans: old,
-            accept: old_accept,
-            reps,
-        } = self;
-        debug_assert_eq!(reps.len(), stride);
+    /// [`Explored::finish_as_explored`] given each state's distance to acceptance (`u32::MAX`:
+    /// none; index 0, the dead state, ignored), as a construction that knows them computes
+    /// them: the reverse search is skipped, the result is the same.
+    pub(super) fn finish_as_explored_with_distances(
+        self,
+        classes: [u8; 256],
+        dist: Vec<u32>,
+    ) -> Dfa {
+        debug_assert_eq!(dist.len(), self.accept.len());
+        self.finish_with(classes, false, Some(dist))
+    }
+
+    /// Each state's distance to acceptance (`u32::MAX`: none), by a reverse breadth-first
+    /// search.
+    pub(super) fn distances(&self) -> Vec<u32> {
+        let (stride, old, old_accept) = (self.stride, &self.trans, &self.accept);
         let n = old_accept.len();
         let rows = || old.chunks_exact(stride).enumerate().skip(1);
         // Reverse edges in CSR form, `seen[t] == s` deduplicating a row's repeated targets.
@@ -378,8 +386,20 @@ impl Explored {
                 }
             }
         }
-        // Freed before minimizing, which needs its own scratch (see `minimize`).
-        drop((rev, rev_start, fill, seen, queue));
+        dist
+    }
+
+    fn finish_with(self, classes: [u8; 256], minimize: bool, dist: Option<Vec<u32>>) -> Dfa {
+        let dist = dist.unwrap_or_else(|| self.distances());
+        let Explored {
+            stride,
+            trans: old,
+            accept: old_accept,
+            reps,
+        } = self;
+        debug_assert_eq!(reps.len(), stride);
+        let n = old_accept.len();
+        let rows = || old.chunks_exact(stride).enumerate().skip(1);
         let all_live = dist[1..].iter().all(|&d| d != u32::MAX);
         let (trans, accept, min_to_accept, start) = if all_live {
             (old, old_accept, dist, if n > 1 { 1 } else { DEAD })

@@ -479,10 +479,72 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
         &mut index,
     )?;
     let size = table.accept.len() * (table.stride * 4 + 40);
+    let dist = distances(&table.trans, table.stride, &index, body);
+    #[cfg(test)]
+    assert_eq!(dist.as_ref(), Some(&table.distances()), "words {words:?}");
     let (table, classes) = table.merge_equal_classes(classes);
     // Near-minimal by construction (states are trie nodes of distinct words): minimizing would
     // cost about four times the construction to remove under a fifth of the states.
-    Ok((table.finish_as_explored(classes), size))
+    let dfa = match dist {
+        Some(dist) => table.finish_as_explored_with_distances(classes, dist),
+        None => table.finish_as_explored(classes),
+    };
+    Ok((dfa, size))
+}
+
+/// Each explored state's distance to acceptance (`u32::MAX`: none, and for the dead state 0),
+/// without a reverse search: a body state's is the body automaton's, and the other states
+/// (the opening quote, states on the trie) form an acyclic graph — each step reads a deeper
+/// trie node, or one more byte of a character, or leaves the trie — so each takes one more
+/// than the least of its successors', found depth-first. `None` if a cycle is met after all
+/// (the reverse search then decides).
+fn distances(trans: &[u32], stride: usize, index: &WordIndex, body: &Dfa) -> Option<Vec<u32>> {
+    const UNKNOWN: u32 = u32::MAX - 1;
+    const ON_PATH: u32 = u32::MAX - 2;
+    let n = trans.len() / stride;
+    let mut dist = vec![UNKNOWN; n];
+    dist[DEAD as usize] = u32::MAX;
+    for (g, &id) in index.dense[index.trie_nodes..].iter().enumerate() {
+        if id != 0 {
+            dist[id as usize] = body.min_to_accept(g as u32);
+        }
+    }
+    let mut stack: Vec<(u32, usize)> = Vec::new();
+    for root in 1..n {
+        if dist[root] != UNKNOWN {
+            continue;
+        }
+        stack.push((root as u32, 0));
+        dist[root] = ON_PATH;
+        while let Some(&mut (s, ref mut c)) = stack.last_mut() {
+            let row = &trans[s as usize * stride..(s as usize + 1) * stride];
+            // Descend into the first successor whose distance is unknown.
+            match row[*c..]
+                .iter()
+                .position(|&t| matches!(dist[t as usize], UNKNOWN | ON_PATH))
+            {
+                Some(k) => {
+                    let t = row[*c + k];
+                    if dist[t as usize] == ON_PATH {
+                        return None;
+                    }
+                    *c += k + 1;
+                    dist[t as usize] = ON_PATH;
+                    stack.push((t, 0));
+                }
+                None => {
+                    let least = row
+                        .iter()
+                        .map(|&t| dist[t as usize])
+                        .min()
+                        .unwrap_or(u32::MAX);
+                    dist[s as usize] = least.saturating_add(1);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    Some(dist)
 }
 
 #[cfg(test)]
@@ -589,6 +651,26 @@ mod tests {
         (0..n)
             .map(|_| CHARS[rng.gen_range(0..CHARS.len())])
             .collect()
+    }
+
+    /// The distances found depth-first are the reverse search's (`except_words` asserts it in
+    /// tests), on word sets dense in printable ASCII (escapes of `P` then lead nowhere, so some
+    /// states are pruned) and of longer words.
+    #[test]
+    fn distances_match_the_reverse_search() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        let alphabet: Vec<char> = (0x20u8..0x7F).map(char::from).chain(['é', '😀']).collect();
+        for _ in 0..300 {
+            let words: Vec<String> = (0..rng.gen_range(0..40))
+                .map(|_| {
+                    (0..rng.gen_range(0..12))
+                        .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                        .collect()
+                })
+                .collect();
+            let dfa = Dfa::json_string_except(&words, 1 << 24).unwrap();
+            assert!(dfa.state_count() > 1);
+        }
     }
 
     #[test]
