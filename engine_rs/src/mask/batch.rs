@@ -6,15 +6,17 @@
 //! threads idle as fixed chunks would, and a helper that wakes late just takes fewer rows. The
 //! calling thread works too, so a batch never waits for a helper to start. The helpers are
 //! spawned once (grown to the largest count asked for) and sleep on a condition variable between
-//! batches; the hot path takes no lock. A batch is withdrawn before the call returns: helpers
-//! that did not join by then never see it, the others are waited for, so the borrowed rows never
-//! outlive the call. A panic in any thread is re-raised in the caller (where the bindings' `guard`
+//! batches, after spinning briefly ([`SPIN`]) for the next one: a decoding loop's steps come back
+//! to back when the forward pass is short, and a sleeping helper would join a step tens of
+//! microseconds late (most of a step of a few rows). The hot path takes no lock. A batch is
+//! withdrawn before the call returns: helpers that did not join by then never see it, the others
+//! are waited for, so the borrowed rows never outlive the call. A panic in any thread is re-raised in the caller (where the bindings' `guard`
 //! turns it into an exception). Concurrent batches from several caller threads do not queue: a
 //! batch that finds the pool busy runs on its caller alone.
 
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 use super::Matcher;
@@ -22,6 +24,11 @@ use crate::error::EngineError;
 
 /// Most helper threads the pool spawns, whatever the caller asks.
 const MAX_HELPERS: usize = 255;
+
+/// How long a helper that found no batch to join keeps looking (yielding its core between
+/// looks) before it sleeps on the condition variable. Between the steps of a server with a
+/// forward pass of milliseconds it sleeps after this; steps closer together find it awake.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// Fills `out` of each `(matcher, out)` pair, with up to `threads` threads (the caller's
 /// included). The first error stops the rows not yet started and is returned.
@@ -104,6 +111,8 @@ struct Pool {
     /// Held by the caller for its whole batch: one batch at a time.
     busy: Mutex<()>,
     state: Mutex<State>,
+    /// `state.epoch`, readable without the lock: what a spinning helper watches.
+    epoch: AtomicU64,
     wake: Condvar,
     done: Condvar,
 }
@@ -129,6 +138,7 @@ impl Pool {
             pid,
             busy: Mutex::new(()),
             state: Mutex::new(State::default()),
+            epoch: AtomicU64::new(0),
             wake: Condvar::new(),
             done: Condvar::new(),
         }));
@@ -168,6 +178,7 @@ impl Pool {
             #[allow(clippy::missing_transmute_annotations)]
             let work = unsafe { std::mem::transmute(work) };
             st.epoch += 1;
+            self.epoch.store(st.epoch, Ordering::Release);
             st.batch = Some(Batch {
                 work,
                 open: helpers,
@@ -205,7 +216,19 @@ impl Pool {
         loop {
             let joinable = st.epoch != seen && st.batch.as_ref().is_some_and(|b| b.open > 0);
             if !joinable {
-                st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+                // Look for the next batch a little before sleeping (the check above, made under
+                // the lock, is repeated after the spin, so no wake-up is lost).
+                let current = st.epoch;
+                drop(st);
+                let start = std::time::Instant::now();
+                while self.epoch.load(Ordering::Acquire) == current && start.elapsed() < SPIN {
+                    std::thread::yield_now();
+                }
+                st = lock(&self.state);
+                let joinable = st.epoch != seen && st.batch.as_ref().is_some_and(|b| b.open > 0);
+                if !joinable {
+                    st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
                 continue;
             }
             seen = st.epoch;
