@@ -122,6 +122,19 @@ def test_entry_point_registers_the_backend() -> None:
     assert out.stdout.split() == ["structout", "xgrammar"]
 
 
+def test_mask_threads_follow_the_device() -> None:
+    # CPU builds: the forward pass owns the cores; elsewhere the batch's masks use up to 8.
+    from types import SimpleNamespace
+
+    from structout.integrations.vllm.plugin import mask_threads
+
+    def config(device: str) -> Any:
+        return SimpleNamespace(device_config=SimpleNamespace(device_type=device))
+
+    assert mask_threads(config("cpu")) == 1
+    assert mask_threads(config("cuda")) == max(1, min(8, os.cpu_count() or 1))
+
+
 def test_unsupported_vllm_gets_one_clear_error_only_when_selected() -> None:
     code = (
         "import vllm; vllm.__version__ = '0.99.0'\n"
