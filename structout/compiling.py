@@ -52,13 +52,34 @@ def schema_translator(
     translate: Callable[..., str] | None = None,
 ) -> Callable[[Any], str]:
     """A function from a JSON Schema or a Python type to its KBNF, through :func:`schema_kbnf`
-    (for grammars that embed schemas: structural tags, tool calls)."""
-    from structout.schema import json_schema_of
+    (for grammars that embed schemas: structural tags, tool calls).
+
+    The options are read once, not once per schema (a tool grammar translates hundreds): the
+    default translator gets them as one checked :class:`structout.schema.TranslatorOptions`,
+    and the cache keys share one salt."""
+    from structout.cache import get_default_cache, schema_key_function
+    from structout.schema import TranslatorOptions, json_schema_of, to_kbnf
+
+    options = dict(translator_options)
+    run: Callable[[Any], str]
+    if translate is None:
+        checked = TranslatorOptions(**options)  # (to_kbnf(s, **options) checks them per call)
+
+        def run(schema: Any) -> str:
+            return to_kbnf(schema, checked)
+
+    else:
+        custom = translate
+
+        def run(schema: Any) -> str:
+            return custom(schema, **options)
+
+    key_of = schema_key_function(options or None)
 
     def translate_one(schema: Any) -> str:
-        return schema_kbnf(
-            json_schema_of(schema)[0], translator_options, cache, translate=translate
-        )
+        target = cache if cache is not None else get_default_cache()
+        text, _ = target.kbnf_for_schema(json_schema_of(schema)[0], run, key=key_of)
+        return text
 
     return translate_one
 
