@@ -48,54 +48,36 @@ pub(super) struct Preds<C> {
 }
 
 impl<C: ClassId> Preds<C> {
-    /// The predecessor lists of a table of `n` states. With a dead state, one pass over the
-    /// table finds the listed transitions (few: the engine's tables are sparse), and the lists
-    /// are built from those.
+    /// The predecessor lists of a table of `n` states (two passes over the table).
     pub(super) fn of(stride: usize, trans: &[u32], n: usize, dead: bool) -> Preds<C> {
-        if !dead {
-            return Preds::from_entries(stride, trans, n, 0..trans.len());
-        }
-        let mut listed: Vec<u32> = Vec::new();
-        // Dead entries skipped eight at a time (one vector test each).
-        for (k, chunk) in trans.chunks(8).enumerate() {
-            if chunk.iter().fold(0, |a, &t| a | t) != 0 {
-                for (j, &t) in chunk.iter().enumerate() {
-                    let i = k * 8 + j;
-                    if t != DEAD && i >= stride {
-                        listed.push(i as u32);
-                    }
-                }
-            }
-        }
-        Preds::from_entries(stride, trans, n, listed.iter().map(|&i| i as usize))
-    }
-
-    /// The lists of the transitions at `entries` (indices into `trans`, in order).
-    fn from_entries(
-        stride: usize,
-        trans: &[u32],
-        n: usize,
-        entries: impl Iterator<Item = usize> + Clone,
-    ) -> Preds<C> {
+        let skip = usize::from(dead);
+        let listed = |t: u32| !dead || t != 0;
         let mut at = vec![0u32; n + 1];
-        for i in entries.clone() {
-            at[trans[i] as usize + 1] += 1;
+        for &t in &trans[skip * stride..] {
+            // (a branch, not `+= listed(t) as u32`: most entries are dead, and adding 0 to the
+            // same counter for each makes one long chain of dependent stores)
+            if listed(t) {
+                at[t as usize + 1] += 1;
+            }
         }
         for i in 0..n {
             at[i + 1] += at[i];
         }
         // Kept apart, a byte class in one byte: with the sorting buffer of the minimization,
         // at most 9 bytes per transition of the engine's tables, about twice the 4-byte table
-        // (`dfa_size_limit`; the positions of the live transitions add 4 bytes per live one).
+        // (`dfa_size_limit`).
         let mut fill = at.clone();
         let mut state = vec![0u32; at[n] as usize];
         let mut class = vec![C::new(0); at[n] as usize];
-        for i in entries {
-            let t = trans[i] as usize;
-            let k = fill[t] as usize;
-            state[k] = (i / stride) as u32;
-            class[k] = C::new(i % stride);
-            fill[t] += 1;
+        for (s, row) in trans.chunks_exact(stride).enumerate().skip(skip) {
+            for (c, &t) in row.iter().enumerate() {
+                if listed(t) {
+                    let i = fill[t as usize] as usize;
+                    state[i] = s as u32;
+                    class[i] = C::new(c);
+                    fill[t as usize] += 1;
+                }
+            }
         }
         Preds { at, state, class }
     }
