@@ -59,6 +59,7 @@ __all__ = [
     "flush_disk_writes",
     "get_default_cache",
     "schema_key",
+    "schema_key_function",
 ]
 
 #: Bump when the on-disk entry format or the key changes (old entries are then ignored, not
@@ -99,15 +100,26 @@ def schema_key(schema: Any, options: Mapping[str, Any] | None = None) -> str:
     large schema); for anything else (a Pydantic type, a dict subclass) the canonical JSON of
     ``structout.schema.canonical_schema_key``. Equal keys mean equal data, hence equal grammars.
     """
-    try:
-        part = b"marshal\0" + marshal.dumps(schema, 2)
-    except (ValueError, TypeError, RecursionError):  # not plain data
-        from structout.schema import canonical_schema_key
+    return schema_key_function(options)(schema)
 
-        part = b"canonical\0" + canonical_schema_key(schema).encode()
-    h = hashlib.sha256(_key_salt(options))
-    h.update(part)
-    return h.hexdigest()
+
+def schema_key_function(options: Mapping[str, Any] | None = None) -> Callable[[Any], str]:
+    """:func:`schema_key` under fixed ``options``, their part of the key computed once (for
+    callers that key many schemas under the same options: the tools of one request)."""
+    salt = _key_salt(options)
+
+    def key(schema: Any) -> str:
+        try:
+            part = b"marshal\0" + marshal.dumps(schema, 2)
+        except (ValueError, TypeError, RecursionError):  # not plain data
+            from structout.schema import canonical_schema_key
+
+            part = b"canonical\0" + canonical_schema_key(schema).encode()
+        h = hashlib.sha256(salt)
+        h.update(part)
+        return h.hexdigest()
+
+    return key
 
 
 def _key_salt(options: Mapping[str, Any] | None) -> bytes:
@@ -261,6 +273,7 @@ class CompileCache:
         options: Mapping[str, Any] | None = None,
         *,
         quick: Callable[[Any], str | None] | None = None,
+        key: Callable[[Any], str] | None = None,
     ) -> tuple[str, str]:
         """Return ``(kbnf_text, key)`` for a JSON Schema, translating only on a miss.
 
@@ -268,34 +281,37 @@ class CompileCache:
         cached for a schema that fails to translate). ``quick(schema)``, when given, is tried on
         a memory miss before the disk: a translation cheaper than a disk lookup (the engine's
         common shape), whose text is kept in memory only; None passes on to the disk and
-        ``translate``.
+        ``translate``. ``key``: the schema's key function, from :func:`schema_key_function` for
+        the options ``translate`` uses (instead of ``options``).
         """
-        key = schema_key(schema, options)
-        text = self._kbnf.get(key)
+        if key is not None and options is not None:
+            raise TypeError("pass the translator options or their key function, not both")
+        digest = schema_key(schema, options) if key is None else key(schema)
+        text = self._kbnf.get(digest)
         if text is not None:
             self._count("schema_memory_hits")
-            return text, key
+            return text, digest
         if quick is not None:
             text = quick(schema)
             if text is not None:
                 self._count("schema_misses")
-                self._kbnf.put(key, text)
-                return text, key
+                self._kbnf.put(digest, text)
+                return text, digest
         root = self._root() if self.disk else None
         if root is not None:
-            text = self._read_disk(self._entry_path(root, key), key)
+            text = self._read_disk(self._entry_path(root, digest), digest)
             if text is not None:
                 self._count("schema_disk_hits")
-                self._kbnf.put(key, text)
-                return text, key
+                self._kbnf.put(digest, text)
+                return text, digest
         self._count("schema_misses")
         text = translate(schema)
         if not isinstance(text, str):
             raise TypeError(f"schema translator returned {type(text).__name__}, expected str")
-        self._kbnf.put(key, text)
+        self._kbnf.put(digest, text)
         if root is not None:
-            self._write_disk(root, key, text)
-        return text, key
+            self._write_disk(root, digest, text)
+        return text, digest
 
     def _read_disk(self, path: str, key: str) -> str | None:
         try:

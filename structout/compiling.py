@@ -63,13 +63,41 @@ def schema_translator(
     translate: Callable[..., str] | None = None,
 ) -> Callable[[Any], str]:
     """A function from a JSON Schema or a Python type to its KBNF, through :func:`schema_kbnf`
-    (for grammars that embed schemas: structural tags, tool calls)."""
-    from structout.schema import json_schema_of
+    (for grammars that embed schemas: structural tags, tool calls).
+
+    The options are read once, not once per schema (a tool grammar translates hundreds): the
+    default translator gets them as one checked :class:`structout.schema.TranslatorOptions`,
+    and the cache keys share one salt."""
+    from structout.cache import get_default_cache, schema_key_function
+    from structout.schema import TranslatorOptions, common_shape_kbnf, json_schema_of
+    from structout.schema import translate as python_translator
+
+    options = dict(translator_options)
+    run: Callable[[Any], str]
+    quick: Callable[[Any], str | None] | None = None
+    if translate is None:
+        # What to_kbnf does, in the two steps schema_kbnf takes (the common shape first, in
+        # memory only); to_kbnf(s, **options) would check the options per call.
+        checked = TranslatorOptions(**options)
+
+        def run(schema: Any) -> str:
+            return python_translator(schema, checked).kbnf
+
+        def quick(schema: Any) -> str | None:
+            return common_shape_kbnf(schema, checked)
+
+    else:
+        custom = translate
+
+        def run(schema: Any) -> str:
+            return custom(schema, **options)
+
+    key_of = schema_key_function(options or None)
 
     def translate_one(schema: Any) -> str:
-        return schema_kbnf(
-            json_schema_of(schema)[0], translator_options, cache, translate=translate
-        )
+        target = cache if cache is not None else get_default_cache()
+        text, _ = target.kbnf_for_schema(json_schema_of(schema)[0], run, quick=quick, key=key_of)
+        return text
 
     return translate_one
 

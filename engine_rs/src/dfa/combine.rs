@@ -111,10 +111,19 @@ fn literals_around(
         let next = if k + 1 < p { k as u32 + 2 } else { x(d.start) };
         trans[(k + 1) * stride + classes[prefix[k] as usize] as usize] = next;
     }
+    // X's rows, each entry read through the class map (X is not counted: its table is its
+    // transitions), ids shifted by `p` but for the dead state.
+    let old_class: Vec<usize> = reps
+        .iter()
+        .map(|&b| d.classes[b as usize] as usize)
+        .collect();
+    let old_stride = d.stride as usize;
     for s in 1..n as u32 {
         let row = (p + s as usize) * stride;
-        for (c, &b) in reps.iter().enumerate() {
-            trans[row + c] = x(d.next(s, b));
+        let from = &d.trans[s as usize * old_stride..(s as usize + 1) * old_stride];
+        for (to, &c) in trans[row..row + stride].iter_mut().zip(&old_class) {
+            let t = from[c];
+            *to = if t == DEAD { DEAD } else { t + p as u32 };
         }
         if d.is_accept(s) {
             if m == 0 {

@@ -16,23 +16,71 @@
 use super::DEAD;
 
 /// For each state, its state in the minimal automaton, and the minimal automaton's state count;
-/// `None` when the table is already minimal (the caller keeps it, ids unchanged).
+/// `None` when the table is already minimal (the caller keeps it, ids unchanged). `preds`: the
+/// table's predecessor lists when the caller has them (see [`Preds::of`]).
 pub(super) fn minimal_states(
     stride: usize,
     trans: &[u32],
     accept: &[bool],
     start: u32,
+    preds: Option<Preds<u8>>,
 ) -> Option<(Vec<u32>, usize)> {
     let n = accept.len();
     if n <= 2 {
         return None;
     }
     // Byte classes: at most 256, one byte each.
-    let blocks = Partition::coarsest::<u8>(stride, trans, accept, true);
+    let preds = preds.unwrap_or_else(|| Preds::of(stride, trans, n, true));
+    let blocks = Partition::coarsest(stride, &preds, accept, true);
     if blocks.count() == n {
         return None;
     }
     Some(blocks.renumbered(stride, trans, &[DEAD, start]))
+}
+
+/// The predecessors of each state by target, with the class of the transition:
+/// `state[at[t]..at[t + 1]]` (in order of source state, then class) and `class[…]` alike. With
+/// a dead state (`0`), its row and the transitions into it are left out.
+pub(super) struct Preds<C> {
+    pub(super) at: Vec<u32>,
+    pub(super) state: Vec<u32>,
+    class: Vec<C>,
+}
+
+impl<C: ClassId> Preds<C> {
+    /// The predecessor lists of a table of `n` states (two passes over the table).
+    pub(super) fn of(stride: usize, trans: &[u32], n: usize, dead: bool) -> Preds<C> {
+        let skip = usize::from(dead);
+        let listed = |t: u32| !dead || t != 0;
+        let mut at = vec![0u32; n + 1];
+        for &t in &trans[skip * stride..] {
+            // (a branch, not `+= listed(t) as u32`: most entries are dead, and adding 0 to the
+            // same counter for each makes one long chain of dependent stores)
+            if listed(t) {
+                at[t as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            at[i + 1] += at[i];
+        }
+        // Kept apart, a byte class in one byte: with the sorting buffer of the minimization,
+        // at most 9 bytes per transition of the engine's tables, about twice the 4-byte table
+        // (`dfa_size_limit`).
+        let mut fill = at.clone();
+        let mut state = vec![0u32; at[n] as usize];
+        let mut class = vec![C::new(0); at[n] as usize];
+        for (s, row) in trans.chunks_exact(stride).enumerate().skip(skip) {
+            for (c, &t) in row.iter().enumerate() {
+                if listed(t) {
+                    let i = fill[t as usize] as usize;
+                    state[i] = s as u32;
+                    class[i] = C::new(c);
+                    fill[t as usize] += 1;
+                }
+            }
+        }
+        Preds { at, state, class }
+    }
 }
 
 /// For each state of any complete table (`trans[s * stride + c]`, every entry a state), its
@@ -52,12 +100,13 @@ pub fn minimal_partition(
     debug_assert!((start as usize) < accept.len());
     debug_assert!(trans.iter().all(|&t| (t as usize) < accept.len()));
     // Any number of classes (the translator's alphabets can exceed 256 atoms).
-    Partition::coarsest::<u32>(stride, trans, accept, false).renumbered(stride, trans, &[start])
+    let preds = Preds::<u32>::of(stride, trans, accept.len(), false);
+    Partition::coarsest(stride, &preds, accept, false).renumbered(stride, trans, &[start])
 }
 
 /// A class index as stored per listed transition: `u8` for byte classes (the engine's tables,
 /// at most 256), `u32` for any alphabet.
-trait ClassId: Copy {
+pub(super) trait ClassId: Copy {
     fn new(c: usize) -> Self;
     fn get(self) -> usize;
 }
@@ -147,36 +196,12 @@ impl Partition {
     /// other states are co-reachable) and never a splitter: its many predecessors are not listed.
     fn coarsest<C: ClassId>(
         stride: usize,
-        trans: &[u32],
+        preds: &Preds<C>,
         accept: &[bool],
         dead: bool,
     ) -> Partition {
         let n = accept.len();
-        // With a dead state, its row and the transitions into it are left out.
-        let skip = usize::from(dead);
-        let listed = |t: u32| !dead || t != 0;
-        // Predecessors by target, with the class of the transition: `preds[at[t]..at[t + 1]]`.
-        let mut at = vec![0u32; n + 1];
-        for &t in &trans[skip * stride..] {
-            at[t as usize + 1] += u32::from(listed(t));
-        }
-        for i in 0..n {
-            at[i + 1] += at[i];
-        }
-        // Kept apart, a byte class in one byte: with the sorting buffer below, at most 9 bytes
-        // per transition of the engine's tables, about twice the 4-byte table (`dfa_size_limit`).
-        let mut fill = at.clone();
-        let mut pred_state = vec![0u32; at[n] as usize];
-        let mut pred_class = vec![C::new(0); at[n] as usize];
-        for (s, row) in trans.chunks_exact(stride).enumerate().skip(skip) {
-            for (c, &t) in row.iter().enumerate().filter(|&(_, &t)| listed(t)) {
-                let i = fill[t as usize] as usize;
-                pred_state[i] = s as u32;
-                pred_class[i] = C::new(c);
-                fill[t as usize] += 1;
-            }
-        }
-        drop(fill);
+        let (at, pred_state, pred_class) = (&preds.at, &preds.state, &preds.class);
 
         // Initial blocks: the dead state (if any), the accepting states, the other states.
         let mut p = Partition {

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
-use super::minimize::minimal_states;
+use super::minimize::{minimal_states, Preds};
 use super::{ByteSet, Dfa, DfaError, DEAD};
 
 /// A DFA explored from its start state, before pruning.
@@ -338,59 +338,14 @@ impl Explored {
 
     /// Each state's distance to acceptance (`u32::MAX`: none), by a reverse breadth-first
     /// search.
+    #[cfg(test)]
     pub(super) fn distances(&self) -> Vec<u32> {
-        let (stride, old, old_accept) = (self.stride, &self.trans, &self.accept);
-        let n = old_accept.len();
-        let rows = || old.chunks_exact(stride).enumerate().skip(1);
-        // Reverse edges in CSR form, `seen[t] == s` deduplicating a row's repeated targets.
-        let mut rev_start = vec![0u32; n + 1];
-        let mut seen = vec![u32::MAX; n];
-        for (s, row) in rows() {
-            for &t in row {
-                let t = t as usize;
-                if t != DEAD as usize && seen[t] != s as u32 {
-                    seen[t] = s as u32;
-                    rev_start[t + 1] += 1;
-                }
-            }
-        }
-        for i in 0..n {
-            rev_start[i + 1] += rev_start[i];
-        }
-        let mut fill = rev_start.clone();
-        let mut rev = vec![0u32; rev_start[n] as usize];
-        seen.fill(u32::MAX);
-        for (s, row) in rows() {
-            for &t in row {
-                let t = t as usize;
-                if t != DEAD as usize && seen[t] != s as u32 {
-                    seen[t] = s as u32;
-                    rev[fill[t] as usize] = s as u32;
-                    fill[t] += 1;
-                }
-            }
-        }
-        let mut dist = vec![u32::MAX; n];
-        let mut queue = VecDeque::new();
-        for (s, d) in dist.iter_mut().enumerate().skip(1) {
-            if old_accept[s] {
-                *d = 0;
-                queue.push_back(s);
-            }
-        }
-        while let Some(t) = queue.pop_front() {
-            for &s in &rev[rev_start[t] as usize..rev_start[t + 1] as usize] {
-                if dist[s as usize] == u32::MAX {
-                    dist[s as usize] = dist[t] + 1;
-                    queue.push_back(s as usize);
-                }
-            }
-        }
-        dist
+        let n = self.accept.len();
+        let preds = Preds::<u8>::of(self.stride, &self.trans, n, true);
+        reverse_distances(&preds, &self.accept)
     }
 
-    fn finish_with(self, classes: [u8; 256], minimize: bool, dist: Option<Vec<u32>>) -> Dfa {
-        let dist = dist.unwrap_or_else(|| self.distances());
+    fn finish_with(self, classes: [u8; 256], minimize: bool, known: Option<Vec<u32>>) -> Dfa {
         let Explored {
             stride,
             trans: old,
@@ -400,10 +355,22 @@ impl Explored {
         debug_assert_eq!(reps.len(), stride);
         let n = old_accept.len();
         let rows = || old.chunks_exact(stride).enumerate().skip(1);
+        // Reverse edges (the minimization's predecessor lists, which it reuses when no state is
+        // pruned), for the distances to acceptance, unless the construction gave those.
+        let (dist, preds) = match known {
+            Some(dist) => (dist, None),
+            None => {
+                let preds = Preds::<u8>::of(stride, &old, n, true);
+                (reverse_distances(&preds, &old_accept), Some(preds))
+            }
+        };
         let all_live = dist[1..].iter().all(|&d| d != u32::MAX);
-        let (trans, accept, min_to_accept, start) = if all_live {
-            (old, old_accept, dist, if n > 1 { 1 } else { DEAD })
+        let (trans, accept, min_to_accept, start, preds) = if all_live {
+            let preds = if minimize { preds } else { None };
+            (old, old_accept, dist, if n > 1 { 1 } else { DEAD }, preds)
         } else {
+            // (freed before minimizing, which lists the pruned table's predecessors)
+            drop(preds);
             let mut new_id = vec![DEAD; n];
             let mut count = 1u32;
             for s in 1..n {
@@ -431,10 +398,11 @@ impl Explored {
                 accept,
                 min_to_accept,
                 new_id.get(1).copied().unwrap_or(DEAD),
+                None,
             )
         };
         let minimal = if minimize {
-            minimal_states(stride, &trans, &accept, start)
+            minimal_states(stride, &trans, &accept, start, preds)
         } else {
             None
         };
@@ -496,4 +464,27 @@ impl Explored {
             counter: None,
         }
     }
+}
+
+/// Each state's distance to acceptance (`u32::MAX`: none; index 0, the dead state, skipped), by
+/// a breadth-first search from the accepting states over the predecessor lists.
+fn reverse_distances(preds: &Preds<u8>, accept: &[bool]) -> Vec<u32> {
+    let n = accept.len();
+    let mut dist = vec![u32::MAX; n];
+    let mut queue = VecDeque::new();
+    for (s, d) in dist.iter_mut().enumerate().skip(1) {
+        if accept[s] {
+            *d = 0;
+            queue.push_back(s);
+        }
+    }
+    while let Some(t) = queue.pop_front() {
+        for &s in &preds.state[preds.at[t] as usize..preds.at[t + 1] as usize] {
+            if dist[s as usize] == u32::MAX {
+                dist[s as usize] = dist[t] + 1;
+                queue.push_back(s as usize);
+            }
+        }
+    }
+    dist
 }

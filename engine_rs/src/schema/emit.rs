@@ -75,6 +75,8 @@ pub(super) struct Emitter<'a> {
     /// Printed single-alternative rules shared by every identical use → their name.
     shared: FxHashMap<String, String>,
     counter: FxHashMap<String, u32>,
+    /// The names handed out by `fresh` (besides [`FIXED_NAMES`], which are taken from the
+    /// start).
     used: FxHashSet<String>,
     memo: FxHashMap<NodeId, String>,
     generic_done: bool,
@@ -96,7 +98,8 @@ impl<'a> Emitter<'a> {
             index: FxHashMap::default(),
             shared: FxHashMap::default(),
             counter: FxHashMap::default(),
-            used: FIXED_NAMES.iter().map(|&n| n.to_owned()).collect(),
+            // (the fixed names are taken too: `fresh` checks them apart)
+            used: FxHashSet::default(),
             memo: FxHashMap::default(),
             generic_done: false,
             nest: 0,
@@ -126,11 +129,16 @@ impl<'a> Emitter<'a> {
         } else {
             format!("{hint}_{n}")
         };
-        while self.used.contains(&name) {
+        while self.used.contains(&name) || FIXED_NAMES.contains(&name.as_str()) {
             n += 1;
             name = format!("{hint}_{n}");
         }
-        self.counter.insert(hint.to_owned(), n + 1);
+        match self.counter.get_mut(hint) {
+            Some(next) => *next = n + 1,
+            None => {
+                self.counter.insert(hint.to_owned(), n + 1);
+            }
+        }
         self.used.insert(name.clone());
         name
     }
@@ -517,27 +525,37 @@ impl<'a> Emitter<'a> {
     /// Drops the alternatives that use a rule without a derivation and the rules not reachable
     /// from `start`; `None` when `start` itself has no derivation.
     fn prune(&mut self) -> Option<()> {
-        let productive = self.productive();
+        // Per rule, per alternative: the rules it uses (a name that is no rule, e.g.
+        // `json_string_except!()`, is a terminal: alive), looked up once.
+        let deps: Vec<Vec<Vec<usize>>> = (self.rules.iter())
+            .map(|(_, rule)| {
+                (rule.refs.iter())
+                    .map(|names| {
+                        let mut need: Vec<usize> = (names.iter())
+                            .filter_map(|d| self.index.get(d).copied())
+                            .collect();
+                        need.sort_unstable();
+                        need.dedup();
+                        need
+                    })
+                    .collect()
+            })
+            .collect();
+        let productive = productive(&deps);
         let start = self.index["start"];
         if !productive[start] {
             return None;
         }
-        // (a name that is no rule, e.g. `json_string_except!()`, is a terminal: alive)
-        let alive = |deps: &[String]| {
-            deps.iter()
-                .all(|d| self.index.get(d).is_none_or(|&j| productive[j]))
-        };
+        let alive = |need: &[usize]| need.iter().all(|&j| productive[j]);
         let mut reach = vec![false; self.rules.len()];
         reach[start] = true;
         let mut stack = vec![start];
         while let Some(i) = stack.pop() {
-            for deps in self.rules[i].1.refs.iter().filter(|deps| alive(deps)) {
-                for d in deps {
-                    if let Some(&j) = self.index.get(d) {
-                        if !reach[j] {
-                            reach[j] = true;
-                            stack.push(j);
-                        }
+            for need in deps[i].iter().filter(|need| alive(need)) {
+                for &j in need {
+                    if !reach[j] {
+                        reach[j] = true;
+                        stack.push(j);
                     }
                 }
             }
@@ -547,10 +565,14 @@ impl<'a> Emitter<'a> {
             if !reach[i] {
                 continue;
             }
-            let keep: Vec<bool> = rule.refs.iter().map(|deps| alive(deps)).collect();
-            let mut k = keep.iter();
+            let keep: Vec<bool> = deps[i].iter().map(|need| alive(need)).collect();
+            if keep.iter().all(|&k| k) {
+                kept.push((name, rule));
+                continue;
+            }
+            let (mut k, mut r) = (keep.iter(), keep.iter());
             rule.texts.retain(|_| *k.next().unwrap_or(&false));
-            rule.refs.retain(|deps| alive(deps));
+            rule.refs.retain(|_| *r.next().unwrap_or(&false));
             kept.push((name, rule));
         }
         self.rules = kept;
@@ -560,60 +582,34 @@ impl<'a> Emitter<'a> {
         Some(())
     }
 
-    /// Per rule: whether it derives some text. The least fixed point, by a worklist over the
-    /// alternatives still waiting for rules (references make rules use themselves).
-    fn productive(&self) -> Vec<bool> {
-        let n = self.rules.len();
-        let mut productive = vec![false; n];
-        let mut queue = Vec::new();
-        // Per rule: the alternatives waiting for it, as (rule, alternative) indices.
-        let mut users: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
-        let mut missing: Vec<Vec<usize>> = Vec::with_capacity(n);
-        for (i, (_, rule)) in self.rules.iter().enumerate() {
-            let mut counts = Vec::with_capacity(rule.refs.len());
-            for (a, deps) in rule.refs.iter().enumerate() {
-                let mut need: Vec<usize> = deps
-                    .iter()
-                    .filter_map(|d| self.index.get(d).copied())
-                    .collect();
-                need.sort_unstable();
-                need.dedup();
-                for &j in &need {
-                    users[j].push((i, a));
-                }
-                counts.push(need.len());
-                if need.is_empty() && !productive[i] {
-                    productive[i] = true;
-                    queue.push(i);
-                }
-            }
-            missing.push(counts);
-        }
-        while let Some(j) = queue.pop() {
-            for &(i, a) in &users[j] {
-                missing[i][a] -= 1;
-                if missing[i][a] == 0 && !productive[i] {
-                    productive[i] = true;
-                    queue.push(i);
-                }
-            }
-        }
-        productive
-    }
-
     /// The rules, `start` first, then the others in insertion order (rules left without
     /// alternatives are not printed).
     fn render(&self) -> String {
-        let mut out = String::new();
         let start = self.index["start"];
-        for (i, (name, rule)) in self.rules.iter().enumerate() {
-            if i != start && !rule.texts.is_empty() {
-                out.push_str(&format!("{name} ::= {};\n", rule.texts.join(" | ")));
+        let size: usize = (self.rules.iter())
+            .map(|(name, rule)| {
+                name.len() + 8 + rule.texts.iter().map(|t| t.len() + 3).sum::<usize>()
+            })
+            .sum();
+        let mut out = String::with_capacity(size);
+        let mut line = |name: &str, rule: &Rule| {
+            if !rule.texts.is_empty() {
+                out.push_str(name);
+                out.push_str(" ::= ");
+                for (k, text) in rule.texts.iter().enumerate() {
+                    if k > 0 {
+                        out.push_str(" | ");
+                    }
+                    out.push_str(text);
+                }
+                out.push_str(";\n");
             }
-        }
-        let start = &self.rules[start].1;
-        if !start.texts.is_empty() {
-            out.insert_str(0, &format!("start ::= {};\n", start.texts.join(" | ")));
+        };
+        line("start", &self.rules[start].1);
+        for (i, (name, rule)) in self.rules.iter().enumerate() {
+            if i != start {
+                line(name, rule);
+            }
         }
         if out.is_empty() {
             out.push('\n');
@@ -622,19 +618,73 @@ impl<'a> Emitter<'a> {
     }
 }
 
-fn render_alt(alt: &[Sym]) -> String {
-    if alt.is_empty() {
-        return "''".to_owned();
+/// Per rule: whether it derives some text, from the rules each alternative uses (`deps[i][a]`,
+/// deduplicated). The least fixed point, by a worklist over the alternatives still waiting for
+/// rules (references make rules use themselves).
+fn productive(deps: &[Vec<Vec<usize>>]) -> Vec<bool> {
+    let n = deps.len();
+    let mut productive = vec![false; n];
+    let mut queue = Vec::new();
+    // Per rule: the alternatives waiting for it, as (rule, alternative) indices.
+    let mut users: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+    let mut missing: Vec<Vec<usize>> = Vec::with_capacity(n);
+    for (i, alts) in deps.iter().enumerate() {
+        let mut counts = Vec::with_capacity(alts.len());
+        for (a, need) in alts.iter().enumerate() {
+            for &j in need {
+                users[j].push((i, a));
+            }
+            counts.push(need.len());
+            if need.is_empty() && !productive[i] {
+                productive[i] = true;
+                queue.push(i);
+            }
+        }
+        missing.push(counts);
     }
-    let parts: Vec<String> = alt
-        .iter()
-        .map(|s| match s {
-            Sym::Text(x) => x.clone(),
-            Sym::Star(seq) => format!("({})*", render_alt(seq)),
-            Sym::Rep(seq, lo, hi) => format!("({}){}", render_alt(seq), quant(*lo, *hi)),
-        })
-        .collect();
-    parts.join(" ")
+    while let Some(j) = queue.pop() {
+        for &(i, a) in &users[j] {
+            missing[i][a] -= 1;
+            if missing[i][a] == 0 && !productive[i] {
+                productive[i] = true;
+                queue.push(i);
+            }
+        }
+    }
+    productive
+}
+
+fn render_alt(alt: &[Sym]) -> String {
+    let mut out = String::new();
+    write_alt(alt, &mut out);
+    out
+}
+
+/// [`render_alt`] into `out`.
+fn write_alt(alt: &[Sym], out: &mut String) {
+    if alt.is_empty() {
+        out.push_str("''");
+        return;
+    }
+    for (k, s) in alt.iter().enumerate() {
+        if k > 0 {
+            out.push(' ');
+        }
+        match s {
+            Sym::Text(x) => out.push_str(x),
+            Sym::Star(seq) => {
+                out.push('(');
+                write_alt(seq, out);
+                out.push_str(")*");
+            }
+            Sym::Rep(seq, lo, hi) => {
+                out.push('(');
+                write_alt(seq, out);
+                out.push(')');
+                out.push_str(&quant(*lo, *hi));
+            }
+        }
+    }
 }
 
 /// An empty `{}`/`[]`, or the bracket, `item`, any more `, item`, the closing bracket (the
