@@ -248,8 +248,10 @@ impl Matcher {
         let cg = self.cg.clone();
         let first = self.rec.allowed_bytes();
         // Free text: every scanned terminal (often one; the same one in several places of the
-        // parse, too) is in a slice-stable state.
-        let stable_text = self.rec.scan_terminals().next().is_some()
+        // parse, too) is in a slice-stable state. Not with `unique!`: whether a token may end an
+        // item depends on the whole item's text, so a token's slice prefix matters too.
+        let stable_text = !cg.grammar.lnf().has_unique()
+            && self.rec.scan_terminals().next().is_some()
             && self
                 .rec
                 .scan_terminals()
@@ -578,6 +580,8 @@ fn walk_subtree(
     // `in_loop[r]`: the first `r` bytes below `start` all have inside classes (see `loops`).
     let mut in_loop: Vec<bool> = vec![true];
     let skipping = !matches!(skip_by, Skip::No);
+    // See the `exact_ends` branch below.
+    let exact_ends = lnf.has_unique();
     let mut work = 0usize;
     let mut i = start + 1;
     while i < end {
@@ -629,6 +633,8 @@ fn walk_subtree(
         let prev = &prev[(r - 1) * k..];
         let mut live = 0u64;
         let mut ends = 0u64;
+        // (lexemes that can take another byte: `live` also holds DFAs in a final state)
+        let mut goes_on = 0u64;
         // Only lexemes alive at the parent are stepped; the others stay dead.
         let mut todo = alive_at[r - 1];
         while todo != 0 {
@@ -644,6 +650,7 @@ fn walk_subtree(
                         ends |= 1 << j;
                         DEAD
                     } else {
+                        goes_on |= 1 << j;
                         s + 1
                     }
                 }
@@ -651,6 +658,9 @@ fn walk_subtree(
                     let t = d.next(s, byte);
                     if t != DEAD && d.is_accept(t) {
                         ends |= 1 << j;
+                    }
+                    if t != DEAD && d.can_continue(t) {
+                        goes_on |= 1 << j;
                     }
                     t
                 }
@@ -666,10 +676,34 @@ fn walk_subtree(
             i = n.subtree_end();
             continue;
         }
+        follow[r] = ByteSet::EMPTY;
+        if exact_ends && ends != 0 {
+            // With `unique!`, ending a lexeme may end an item equal to an earlier one, which
+            // the parse refuses: the recognizer decides the ending here, at every node.
+            rec.rollback_to(base_len + fed);
+            let ended = match rec.try_feed(&path[fed..r])? {
+                false => false,
+                true => {
+                    fed = r;
+                    skip.clear();
+                    skip.extend(continuing(live, next, &lexemes, &base_items));
+                    follow[r] = rec.allowed_bytes_without(&skip);
+                    rec.is_complete() || !follow[r].is_empty()
+                }
+            };
+            if goes_on == 0 && !ended {
+                i = n.subtree_end();
+                continue;
+            }
+            if let Some(t) = n.token() {
+                set_token_bits(trie, i, t, out);
+            }
+            i += 1;
+            continue;
+        }
         if let Some(t) = n.token() {
             set_token_bits(trie, i, t, out);
         }
-        follow[r] = ByteSet::EMPTY;
         if ends != 0 && n.subtree_end() > i + 1 {
             follow[r] = match follow_cache.iter().find(|(key, _)| *key == ends) {
                 Some(&(_, f)) => f,
@@ -680,18 +714,7 @@ fn walk_subtree(
                     }
                     fed = r;
                     skip.clear();
-                    for j in 0..k {
-                        if live & (1 << j) != 0 {
-                            let state = match lexemes[j] {
-                                Lexeme::Lit(_) => next[j] - 1,
-                                Lexeme::Dfa(_) => next[j],
-                            };
-                            skip.push(ScanItem {
-                                state,
-                                ..base_items[j]
-                            });
-                        }
-                    }
+                    skip.extend(continuing(live, next, &lexemes, &base_items));
                     let f = rec.allowed_bytes_without(&skip);
                     follow_cache.push((ends, f));
                     f
@@ -702,6 +725,25 @@ fn walk_subtree(
     }
     rec.rollback_to(base_len);
     Ok(work)
+}
+
+/// The scan items of the lexemes alive in `live` (bit `j`: lexeme `j`), in their states `next`
+/// (lexer states: literal offsets plus one).
+fn continuing<'s>(
+    live: u64,
+    next: &'s [u32],
+    lexemes: &'s [Lexeme<'_>],
+    base_items: &'s [ScanItem],
+) -> impl Iterator<Item = ScanItem> + 's {
+    (0..base_items.len())
+        .filter(move |&j| live & (1 << j) != 0)
+        .map(move |j| ScanItem {
+            state: match lexemes[j] {
+                Lexeme::Lit(_) => next[j] - 1,
+                Lexeme::Dfa(_) => next[j],
+            },
+            ..base_items[j]
+        })
 }
 
 /// Walks a subtree with recognizer push (feed) and pop (rollback) at every node.
@@ -1098,6 +1140,21 @@ mod tests {
                 "{peak} entries under {limit} bytes"
             );
         }
+    }
+
+    #[test]
+    fn unique_item_masks_equal_brute_force() {
+        // Masks refuse the token that would end an item equal to an earlier one, wherever the
+        // walk decides it (lexer mode, slices, the rest trie, the mask cache).
+        check(
+            "start ::= '[' unique!(', ', s) ']' | '[]'; s ::= json_string_except!();",
+            &[br#"["a", "ab", "b", "ba", "\u0061a"]"#],
+        );
+        check(
+            r#"start ::= '[' unique!(', ', v) ']';
+               v ::= #"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?" | 'true' | '"' #"[ab]*" '"';"#,
+            &[br#"[1, 10, 0.1, -0, 1e-2, 1e2, true, "a", "ab"]"#],
+        );
     }
 
     #[test]
