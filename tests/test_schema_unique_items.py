@@ -268,6 +268,27 @@ def test_masks_are_exact_around_duplicates() -> None:
         feed_and_check(g, vocab, toks, text.decode(), range(len(toks) + 1), rng)
 
 
+def test_masks_are_exact_beside_unique_arrays() -> None:
+    """Strings outside the items keep the free-text shortcuts; masks stay exact around them."""
+    vocab = small_vocab()
+    tokenize = fewest_tokens(vocab)
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "string"},
+            "x": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+            "e": {"type": "string"},
+        },
+        "required": ["n", "x", "e"],
+    }
+    g = so.compile_json_schema(schema, vocab)
+    rng = random.Random(4)
+    for doc in ({"n": "ab", "x": ["ab", "a", "ba"], "e": "a b"},) * 2:
+        text = json.dumps(doc).encode()
+        toks = tokenize(text)
+        feed_and_check(g, vocab, toks, text.decode(), range(len(toks) + 1), rng)
+
+
 def token_ids(vocab: Any) -> dict[bytes, int]:
     return {b: i for i, b in enumerate(vocab.all_token_bytes()) if b and not vocab.is_special(i)}
 

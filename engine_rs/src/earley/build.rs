@@ -170,9 +170,10 @@ impl Build<'_> {
                     value: max_items,
                 });
             }
-            if let Some(e) = self.s.error.take() {
-                return Err(e);
-            }
+        }
+        // (only `unique!` items set it: their interner's size over `max_total_items`)
+        if let Some(e) = self.s.error.take() {
+            return Err(e);
         }
         Ok(complete)
     }

@@ -342,9 +342,16 @@ impl Recognizer {
                 return Ok(accepted);
             }
         }
-        if !self.keeps_input {
-            return self.build_next(set, byte);
+        if self.keeps_input {
+            return self.feed_keeping_input(set, byte);
         }
+        self.build_next(set, byte)
+    }
+
+    /// [`Recognizer::try_feed_byte`] in a grammar with `unique!`: the byte joins the input
+    /// while the set is built, and leaves it (the interner back at `set`'s mark) on failure.
+    #[inline(never)]
+    fn feed_keeping_input(&mut self, set: SetInfo, byte: u8) -> Result<bool, EngineError> {
         self.input.push(byte);
         let result = self.build_next(set, byte);
         if !matches!(result, Ok(true)) {
@@ -356,7 +363,7 @@ impl Recognizer {
 
     /// Builds the set after `set` (the last one) from `byte`; on `Ok(false)` or `Err` nothing is
     /// appended (a `unique!` grammar's input and interner are the caller's to restore).
-    #[inline]
+    #[inline(always)]
     fn build_next(&mut self, set: SetInfo, byte: u8) -> Result<bool, EngineError> {
         let next = self.sets.len() as u32;
         let next_at = set.at + 1;
@@ -709,6 +716,42 @@ impl Recognizer {
             q += 1;
         }
         true
+    }
+
+    /// Whether a `unique!` item is being read: some wait item the current set can complete into
+    /// (through origin sets) is before the item of a `unique!` production. Otherwise no byte
+    /// from here ends an item begun before here, so the text read so far decides nothing about
+    /// uniqueness (masks then take the shortcuts of grammars without `unique!`).
+    pub fn in_unique_item(&self) -> bool {
+        let lnf = &self.grammar.lnf;
+        if !self.keeps_input {
+            return false;
+        }
+        let cur = self.sets.len() - 1;
+        let set = self.sets[cur];
+        let mut todo: Vec<u32> = self.items[set.start as usize..set.wait as usize]
+            .iter()
+            .map(|it| it.start)
+            .chain([cur as u32])
+            .collect();
+        let mut seen = FxHashSet::default();
+        while let Some(j) = todo.pop() {
+            if !seen.insert(j) {
+                continue;
+            }
+            let s = self.sets[j as usize];
+            for it in &self.items[s.wait as usize..s.end as usize] {
+                if let Some(p) = lnf.param_pos(it.pos) {
+                    let last = lnf.syms[it.pos as usize + 1] == LSym::End(p.lhs);
+                    if last && lnf.unique(p.lhs).is_some() {
+                        return true;
+                    }
+                }
+                todo.push(it.start);
+            }
+            todo.extend(self.leo_entries(j).iter().map(|e| e.top_start));
+        }
+        false
     }
 
     /// Writes the `unique!` set `set` into a state key: its number among the sets of the key

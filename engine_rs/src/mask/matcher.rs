@@ -248,9 +248,9 @@ impl Matcher {
         let cg = self.cg.clone();
         let first = self.rec.allowed_bytes();
         // Free text: every scanned terminal (often one; the same one in several places of the
-        // parse, too) is in a slice-stable state. Not with `unique!`: whether a token may end an
-        // item depends on the whole item's text, so a token's slice prefix matters too.
-        let stable_text = !cg.grammar.lnf().has_unique()
+        // parse, too) is in a slice-stable state. Not inside a `unique!` item: whether a token
+        // may end the item depends on its whole text, so a token's slice prefix matters too.
+        let stable_text = !self.rec.in_unique_item()
             && self.rec.scan_terminals().next().is_some()
             && self
                 .rec
@@ -581,7 +581,7 @@ fn walk_subtree(
     let mut in_loop: Vec<bool> = vec![true];
     let skipping = !matches!(skip_by, Skip::No);
     // See the `exact_ends` branch below.
-    let exact_ends = lnf.has_unique();
+    let exact_ends = rec.in_unique_item();
     let mut work = 0usize;
     let mut i = start + 1;
     while i < end {
@@ -633,8 +633,6 @@ fn walk_subtree(
         let prev = &prev[(r - 1) * k..];
         let mut live = 0u64;
         let mut ends = 0u64;
-        // (lexemes that can take another byte: `live` also holds DFAs in a final state)
-        let mut goes_on = 0u64;
         // Only lexemes alive at the parent are stepped; the others stay dead.
         let mut todo = alive_at[r - 1];
         while todo != 0 {
@@ -650,7 +648,6 @@ fn walk_subtree(
                         ends |= 1 << j;
                         DEAD
                     } else {
-                        goes_on |= 1 << j;
                         s + 1
                     }
                 }
@@ -658,9 +655,6 @@ fn walk_subtree(
                     let t = d.next(s, byte);
                     if t != DEAD && d.is_accept(t) {
                         ends |= 1 << j;
-                    }
-                    if t != DEAD && d.can_continue(t) {
-                        goes_on |= 1 << j;
                     }
                     t
                 }
@@ -677,28 +671,28 @@ fn walk_subtree(
             continue;
         }
         follow[r] = ByteSet::EMPTY;
-        if exact_ends && ends != 0 {
+        if ends != 0 && exact_ends {
             // With `unique!`, ending a lexeme may end an item equal to an earlier one, which
             // the parse refuses: the recognizer decides the ending here, at every node.
-            rec.rollback_to(base_len + fed);
-            let ended = match rec.try_feed(&path[fed..r])? {
-                false => false,
-                true => {
-                    fed = r;
-                    skip.clear();
-                    skip.extend(continuing(live, next, &lexemes, &base_items));
-                    follow[r] = rec.allowed_bytes_without(&skip);
-                    rec.is_complete() || !follow[r].is_empty()
-                }
+            let ending = Ending {
+                path: &path[..r],
+                live,
+                next,
+                lexemes: &lexemes,
+                base_items: &base_items,
             };
-            if goes_on == 0 && !ended {
-                i = n.subtree_end();
-                continue;
+            let (allowed, now_fed) = ending.decide(rec, base_len, fed, &mut skip)?;
+            fed = now_fed;
+            match allowed {
+                None => i = n.subtree_end(),
+                Some(f) => {
+                    follow[r] = f;
+                    if let Some(t) = n.token() {
+                        set_token_bits(trie, i, t, out);
+                    }
+                    i += 1;
+                }
             }
-            if let Some(t) = n.token() {
-                set_token_bits(trie, i, t, out);
-            }
-            i += 1;
             continue;
         }
         if let Some(t) = n.token() {
@@ -725,6 +719,57 @@ fn walk_subtree(
     }
     rec.rollback_to(base_len);
     Ok(work)
+}
+
+/// Lexemes of a lexer-mode walk that end at a node (`path`: the bytes below the walk's root),
+/// in a grammar with `unique!`.
+struct Ending<'w, 'g> {
+    path: &'w [u8],
+    live: u64,
+    next: &'w [u32],
+    lexemes: &'w [Lexeme<'g>],
+    base_items: &'w [ScanItem],
+}
+
+impl Ending<'_, '_> {
+    /// Whether the node is allowed, by the recognizer, which holds the first `fed` bytes of the
+    /// path on entry and the returned count on return: `None` when no lexeme takes another byte
+    /// and the parse refuses the endings, else the bytes the parse takes after the endings.
+    /// Out of the walk's hot loop (which keeps `fed` in a register).
+    #[cold]
+    #[inline(never)]
+    fn decide(
+        &self,
+        rec: &mut Recognizer,
+        base_len: usize,
+        fed: usize,
+        skip: &mut Vec<ScanItem>,
+    ) -> Result<(Option<ByteSet>, usize), EngineError> {
+        let r = self.path.len();
+        let lnf = rec.grammar().clone();
+        let lnf = lnf.lnf();
+        // (`live` also holds DFAs in a final state, which take no further byte)
+        let goes_on = continuing(self.live, self.next, self.lexemes, self.base_items).any(|it| {
+            match it.sym {
+                LSym::Regex(d) => lnf.dfas[d as usize].can_continue(it.state),
+                _ => true,
+            }
+        });
+        rec.rollback_to(base_len + fed);
+        if !rec.try_feed(&self.path[fed..])? {
+            return Ok((goes_on.then_some(ByteSet::EMPTY), fed));
+        }
+        skip.clear();
+        skip.extend(continuing(
+            self.live,
+            self.next,
+            self.lexemes,
+            self.base_items,
+        ));
+        let follow = rec.allowed_bytes_without(skip);
+        let ended = rec.is_complete() || !follow.is_empty();
+        Ok(((goes_on || ended).then_some(follow), r))
+    }
 }
 
 /// The scan items of the lexemes alive in `live` (bit `j`: lexeme `j`), in their states `next`
@@ -1154,6 +1199,11 @@ mod tests {
             r#"start ::= '[' unique!(', ', v) ']';
                v ::= #"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?" | 'true' | '"' #"[ab]*" '"';"#,
             &[br#"[1, 10, 0.1, -0, 1e-2, 1e2, true, "a", "ab"]"#],
+        );
+        // Text outside the items takes the free-text shortcuts; inside an item it does not.
+        check(
+            "start ::= '{' s ': [' unique!(', ', s) '], ' s '}'; s ::= json_string_except!();",
+            &[br#"{"ab": ["ab", "a", "b"], "a"}"#],
         );
     }
 
