@@ -676,6 +676,21 @@ def small_vocab() -> Any:
     return so.Vocabulary.from_bytes(toks, eos_token_ids=[0], vocab_size=len(toks) + 11)
 
 
+def loaded_from_disk(tmp_path: Path, kbnf: str, vocab: Any) -> Any:
+    """``kbnf`` compiled for ``vocab`` into a disk cache under ``tmp_path``, then loaded back
+    from there (memory caches cleared around it): a grammar decoded from its disk entry."""
+    from structout.cache import CompileCache, flush_disk_writes
+
+    cache = CompileCache(tmp_path)
+    so.configure_cache(128, clear=True)
+    first = cache.compiled_grammar(kbnf, vocab)
+    flush_disk_writes()
+    so.configure_cache(128, clear=True)
+    loaded = cache.compiled_grammar(kbnf, vocab)
+    assert loaded is not first and cache.stats().grammar_disk_hits == 1
+    return loaded
+
+
 def fewest_tokens(vocab: Any) -> Callable[[bytes], list[int]]:
     """A tokenizer into ``vocab``'s fewest non-special tokens (dynamic programming)."""
     by_bytes: dict[bytes, int] = {}

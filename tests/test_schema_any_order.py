@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from test_masks_exact import feed_and_check, fewest_tokens, small_vocab
+from test_masks_exact import feed_and_check, fewest_tokens, loaded_from_disk, small_vocab
 
 import structout as so
 from structout.__main__ import main
@@ -234,8 +234,6 @@ def test_generate_writes_the_models_order() -> None:
 def test_compiled_grammar_from_disk_keeps_the_member_sets(tmp_path: Path) -> None:
     """The disk entry of an any-order grammar carries its parametric tables: the grammar loaded
     back has the same exact masks (brute-forced) and still refuses a repeated key."""
-    from structout.cache import CompileCache, flush_disk_writes
-
     vocab = small_vocab()
     tokenize = fewest_tokens(vocab)
     schema = {
@@ -245,13 +243,7 @@ def test_compiled_grammar_from_disk_keeps_the_member_sets(tmp_path: Path) -> Non
         "additionalProperties": False,
     }
     kbnf = to_kbnf(schema, property_order="any")
-    cache = CompileCache(tmp_path)
-    so.configure_cache(128, clear=True)
-    first = cache.compiled_grammar(kbnf, vocab)
-    flush_disk_writes()
-    so.configure_cache(128, clear=True)
-    loaded = cache.compiled_grammar(kbnf, vocab)
-    assert loaded is not first and cache.stats().grammar_disk_hits == 1
+    loaded = loaded_from_disk(tmp_path, kbnf, vocab)
     rng = random.Random(7)
     text = b'{"d": null, "b": "ab", "a": 1}'
     tokens = tokenize(text)

@@ -270,7 +270,7 @@ def test_limits_are_enforced() -> None:
 
 
 def test_lenient_mode_warns_and_approximates() -> None:
-    schema = {"type": "array", "items": {"type": "object"}, "uniqueItems": True}
+    schema = {"type": "array", "contains": {"type": "object"}, "uniqueItems": True}
     with pytest.raises(UnsupportedSchemaError) as info:
         to_kbnf(schema)
     assert info.value.keyword == "uniqueItems"

@@ -280,7 +280,7 @@ def test_bad_tools_raise_before_generation() -> None:
         "name": "bad",
         "parameters": {
             "type": "object",
-            "properties": {"x": {"type": "array", "uniqueItems": True}},
+            "properties": {"x": {"type": "array", "contains": {}, "uniqueItems": True}},
         },
     }
     from structout.structural_tag import _default_schema_translator

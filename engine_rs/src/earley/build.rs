@@ -1,9 +1,10 @@
 //! Building one Earley set: prediction, scanning, completion (with Leo items) into the scratch
 //! buffers of the new set, reading the finished sets only.
 
+use super::unique::{canonical, Interner};
 use super::{leo_lookup, Item, LeoEntry, Scratch, SetInfo, LINEAR_DEDUP};
 use crate::error::EngineError;
-use crate::lnf::{LSym, Lnf};
+use crate::lnf::{LSym, Lnf, Unique};
 use crate::options::CompileOptions;
 
 /// The state needed while one set is being built: the grammar, the finished sets (read-only) and
@@ -15,6 +16,10 @@ pub(super) struct Build<'a> {
     pub(super) sets: &'a [SetInfo],
     pub(super) leo: &'a [LeoEntry],
     pub(super) s: &'a mut Scratch,
+    /// For `unique!`: the input read so far, the byte of the set being built included (empty
+    /// when the grammar has no `unique!`), and the interned sets of values.
+    pub(super) input: &'a [u8],
+    pub(super) interner: &'a mut Interner,
 }
 
 impl Build<'_> {
@@ -25,8 +30,12 @@ impl Build<'_> {
         let lnf = self.lnf;
         match lnf.syms[pos as usize] {
             LSym::End(lhs) => {
-                // Completing an `any_order!` nonterminal yields the members read, its own included.
-                let value = lnf.param_pos(pos).map_or(0, |p| state | p.bit);
+                // Completing an `any_order!` nonterminal yields the members read, its own
+                // included; completing a `unique!` one the set of its items.
+                let value = lnf.param_pos(pos).map_or(0, |p| match lnf.unique(p.lhs) {
+                    Some(_) => state,
+                    None => state | p.bit,
+                });
                 self.s.completions.push((lhs, start, value));
             }
             LSym::Nt(b) => {
@@ -162,6 +171,10 @@ impl Build<'_> {
                 });
             }
         }
+        // (only `unique!` items set it: their interner's size over `max_total_items`)
+        if let Some(e) = self.s.error.take() {
+            return Err(e);
+        }
         Ok(complete)
     }
 
@@ -171,9 +184,22 @@ impl Build<'_> {
     #[inline]
     fn advance_over(&mut self, it: Item, lhs: u32, value: u32, here: u32) {
         let Some(ao) = self.lnf.any_order(lhs) else {
-            self.advance(it.pos + 1, it.start, it.state, here);
+            match self.lnf.param_pos(it.pos) {
+                Some(p) if self.lnf.syms[it.pos as usize + 1] == LSym::End(p.lhs) => {
+                    if let Some(u) = self.lnf.unique(p.lhs) {
+                        self.advance_over_item(it, u, here);
+                        return;
+                    }
+                    self.advance(it.pos + 1, it.start, it.state, here);
+                }
+                _ => self.advance(it.pos + 1, it.start, it.state, here),
+            }
             return;
         };
+        if let Some(u) = ao.unique {
+            self.advance_over_unique(it, lhs, u, value, here);
+            return;
+        }
         match self.lnf.param_pos(it.pos) {
             Some(p) if p.lhs == lhs => {
                 if value & p.bit & ao.once == 0 {
@@ -186,6 +212,59 @@ impl Build<'_> {
                 }
             }
         }
+    }
+
+    /// Moves `it` (waiting on `lhs`, a `unique!` nonterminal) past `lhs`, completed with the set
+    /// `value` of its items: `X ::= . X sep m_j` goes on (holding the set) when another item may
+    /// follow and it is a `m_j`, any other item once there are enough items.
+    #[inline]
+    fn advance_over_unique(&mut self, it: Item, lhs: u32, u: Unique, value: u32, here: u32) {
+        let n = self.interner.len(value);
+        match self.lnf.param_pos(it.pos) {
+            Some(p) if p.lhs == lhs => {
+                if n < u.max && u.member_after(n) == p.bit {
+                    self.advance(it.pos + 1, it.start, value, here);
+                }
+            }
+            _ => {
+                if n >= u.min {
+                    self.advance(it.pos + 1, it.start, it.state, here);
+                }
+            }
+        }
+    }
+
+    /// Moves `it`, the last position of a `unique!` production (its item, after `it.state`'s
+    /// items), past the item just completed from origin `it`'s set: the item's text is the
+    /// input from that set on; it goes on with the set grown by the text's value unless the
+    /// set holds that value. A limit error is left in the scratch for
+    /// [`Build::run_completions`].
+    #[cold]
+    fn advance_over_item(&mut self, it: Item, _u: Unique, here: u32) {
+        let origin = self.s.item_origin;
+        let v = match self.s.item_value {
+            Some((o, v)) if o == origin => v,
+            _ => {
+                let from = self.sets[origin as usize].at as usize;
+                let mut form = std::mem::take(&mut self.s.canon);
+                canonical(&self.input[from..], &mut form);
+                let v = self.interner.intern_value(&form);
+                self.s.canon = form;
+                self.s.item_value = Some((origin, v));
+                v
+            }
+        };
+        if self.interner.contains(it.state, v) {
+            return;
+        }
+        let set = self.interner.insert(it.state, v);
+        if self.interner.size() > self.opts.max_total_items && self.s.error.is_none() {
+            self.s.error = Some(EngineError::Limit {
+                limit: "max_total_items (unique! values)",
+                value: self.opts.max_total_items,
+            });
+        }
+        self.advance(it.pos + 1, it.start, set, here);
     }
 
     /// Puts `(lhs, value)` and every other pending completion from `origin` that is new and has
@@ -223,6 +302,8 @@ impl Build<'_> {
     /// start symbol completed from origin 0 among those.
     fn complete_parametric(&mut self, lhs: u32, origin: u32, value: u32, here: u32) -> bool {
         let complete = self.gather_same_origin(lhs, origin, value);
+        // (the origin of every completion `advance_over` sees: see `advance_over_item`)
+        self.s.item_origin = origin;
         if self.s.batch.len() == 1 {
             let set = self.sets[origin as usize];
             for k in set.wait as usize..set.end as usize {

@@ -22,8 +22,10 @@
 mod build;
 #[cfg(test)]
 mod tests;
+pub mod unique;
 
 use build::Build;
+use unique::{Interner, Mark};
 
 use std::sync::Arc;
 
@@ -63,6 +65,8 @@ struct SetInfo {
     end: u32,
     leo_end: u32,
     complete: bool,
+    /// The `unique!` interner's size once the set was built (what a rollback to it keeps).
+    mark: Mark,
 }
 
 /// A Leo entry of a set: completing `nt` with this set as origin is equivalent to completing
@@ -88,6 +92,11 @@ pub struct Recognizer {
     window_start: u32,
     /// Number of sets right after the last compaction (amortizes [`Recognizer::forget_before`]).
     sets_after_compaction: u32,
+    /// With `unique!`: every byte read (the texts of items are compared), and the interned sets
+    /// of their values (see [`unique`]). Without, both stay empty.
+    input: Vec<u8>,
+    keeps_input: bool,
+    interner: Interner,
     scratch: Scratch,
 }
 
@@ -112,12 +121,20 @@ struct Scratch {
     scan_set: FxHashSet<Item>,
     wait_set: FxHashSet<Item>,
     done_set: FxHashSet<(u32, u32, u32)>,
+    /// `unique!`: the origin of the completions being applied, the value of the item text from
+    /// there to the set being built (computed once per origin and set), a buffer for canonical
+    /// forms, and a limit error met while completing.
+    item_origin: u32,
+    item_value: Option<(u32, u32)>,
+    canon: Vec<u8>,
+    error: Option<EngineError>,
 }
 
 impl Recognizer {
     /// A recognizer at the start of `grammar` (no bytes read).
     pub fn new(grammar: Arc<Grammar>) -> Recognizer {
         let n = grammar.lnf.nt_count();
+        let grammar_has_unique = grammar.lnf.has_unique();
         let mut r = Recognizer {
             grammar,
             items: Vec::new(),
@@ -125,6 +142,9 @@ impl Recognizer {
             leo: Vec::new(),
             window_start: 0,
             sets_after_compaction: 1,
+            input: Vec::new(),
+            keeps_input: grammar_has_unique,
+            interner: Interner::default(),
             scratch: Scratch {
                 predicted: vec![0; n],
                 count: vec![0; n],
@@ -148,6 +168,8 @@ impl Recognizer {
         self.leo.clear();
         self.window_start = 0;
         self.sets_after_compaction = 1;
+        self.input.clear();
+        self.interner.clear();
         self.begin_set();
         if !self.grammar.lnf.productions(0).is_empty() {
             let Recognizer {
@@ -156,6 +178,7 @@ impl Recognizer {
                 sets,
                 leo,
                 scratch,
+                interner,
                 ..
             } = self;
             Build {
@@ -165,6 +188,8 @@ impl Recognizer {
                 sets,
                 leo,
                 s: scratch,
+                input: &[],
+                interner,
             }
             .predict(0, 0);
         }
@@ -224,6 +249,10 @@ impl Recognizer {
         let last = self.sets[idx];
         self.items.truncate(last.end as usize);
         self.leo.truncate(last.leo_end as usize);
+        if self.keeps_input {
+            self.input.truncate(len);
+            self.interner.truncate(last.mark);
+        }
         true
     }
 
@@ -301,21 +330,43 @@ impl Recognizer {
 
     /// Feeds one byte, reporting limit errors; on `Ok(false)` or `Err` the state is unchanged.
     pub fn try_feed_byte(&mut self, byte: u8) -> Result<bool, EngineError> {
-        let cur = self.sets.len() - 1;
-        let next = (cur + 1) as u32;
-        let set = self.sets[cur];
+        let set = self.sets[self.sets.len() - 1];
         if set.at == u32::MAX - 1 {
             return Err(EngineError::Limit {
                 limit: "input length (4 GiB)",
                 value: u32::MAX as usize - 1,
             });
         }
-        let next_at = set.at + 1;
         if set.end == set.start + 1 && set.wait == set.end {
             if let Some(accepted) = self.feed_inside_terminal(set, byte) {
                 return Ok(accepted);
             }
         }
+        if self.keeps_input {
+            return self.feed_keeping_input(set, byte);
+        }
+        self.build_next(set, byte)
+    }
+
+    /// [`Recognizer::try_feed_byte`] in a grammar with `unique!`: the byte joins the input
+    /// while the set is built, and leaves it (the interner back at `set`'s mark) on failure.
+    #[inline(never)]
+    fn feed_keeping_input(&mut self, set: SetInfo, byte: u8) -> Result<bool, EngineError> {
+        self.input.push(byte);
+        let result = self.build_next(set, byte);
+        if !matches!(result, Ok(true)) {
+            self.input.pop();
+            self.interner.truncate(set.mark);
+        }
+        result
+    }
+
+    /// Builds the set after `set` (the last one) from `byte`; on `Ok(false)` or `Err` nothing is
+    /// appended (a `unique!` grammar's input and interner are the caller's to restore).
+    #[inline(always)]
+    fn build_next(&mut self, set: SetInfo, byte: u8) -> Result<bool, EngineError> {
+        let next = self.sets.len() as u32;
+        let next_at = set.at + 1;
         self.begin_set();
         let Recognizer {
             grammar,
@@ -323,6 +374,8 @@ impl Recognizer {
             sets,
             leo,
             scratch,
+            input,
+            interner,
             ..
         } = self;
         let lnf = &grammar.lnf;
@@ -333,6 +386,8 @@ impl Recognizer {
             sets,
             leo,
             s: scratch,
+            input,
+            interner,
         };
         for k in set.start as usize..set.wait as usize {
             let it = b.items[k];
@@ -434,7 +489,11 @@ impl Recognizer {
             end: start + 1,
             leo_end,
             complete: false,
+            mark: prev.mark,
         });
+        if self.keeps_input {
+            self.input.push(byte);
+        }
         Some(true)
     }
 
@@ -444,6 +503,8 @@ impl Recognizer {
         s.wait.clear();
         s.done.clear();
         s.completions.clear();
+        s.item_value = None;
+        s.error = None;
         s.stamp = s.stamp.wrapping_add(1);
         if s.stamp == 0 {
             // Wrapped: old stamps could collide, so clear them.
@@ -496,6 +557,7 @@ impl Recognizer {
             end,
             leo_end: leo_begin,
             complete,
+            mark: self.interner.mark(),
         });
         if wait == end {
             return Ok(());
@@ -606,6 +668,8 @@ impl Recognizer {
             }
         };
         key.push(self.is_complete() as u32);
+        // `unique!` sets met so far, numbered in discovery order (ids depend on history).
+        let mut sets_seen: Vec<u32> = Vec::new();
         let mut q = 0;
         while q < origins.len() {
             let j = origins[q];
@@ -627,9 +691,19 @@ impl Recognizer {
                 }
                 let c = canon(&mut origins, it.start);
                 key.extend_from_slice(&[it.pos, c]);
-                if lnf.param_pos(it.pos).is_some() {
-                    // (the members an `any_order!` item has read; the position says it has them)
-                    key.push(it.state);
+                if let Some(p) = lnf.param_pos(it.pos) {
+                    if lnf.unique(p.lhs).is_none() {
+                        // (the members an `any_order!` item has read; the position says it has
+                        // them)
+                        key.push(it.state);
+                    } else {
+                        self.unique_key(key, &mut sets_seen, it.state);
+                        if lnf.syms[it.pos as usize + 1] == LSym::End(p.lhs) {
+                            // (the text of the item being read decides whether it may end)
+                            let from = set.at as usize;
+                            push_bytes(key, &self.input[from..]);
+                        }
+                    }
                 }
             }
             for e in leo {
@@ -642,6 +716,63 @@ impl Recognizer {
             q += 1;
         }
         true
+    }
+
+    /// Whether a `unique!` item is being read: some wait item the current set can complete into
+    /// (through origin sets) is before the item of a `unique!` production. Otherwise no byte
+    /// from here ends an item begun before here, so the text read so far decides nothing about
+    /// uniqueness (masks then take the shortcuts of grammars without `unique!`).
+    pub fn in_unique_item(&self) -> bool {
+        let lnf = &self.grammar.lnf;
+        if !self.keeps_input {
+            return false;
+        }
+        let cur = self.sets.len() - 1;
+        let set = self.sets[cur];
+        let mut todo: Vec<u32> = self.items[set.start as usize..set.wait as usize]
+            .iter()
+            .map(|it| it.start)
+            .chain([cur as u32])
+            .collect();
+        let mut seen = FxHashSet::default();
+        while let Some(j) = todo.pop() {
+            if !seen.insert(j) {
+                continue;
+            }
+            let s = self.sets[j as usize];
+            for it in &self.items[s.wait as usize..s.end as usize] {
+                if let Some(p) = lnf.param_pos(it.pos) {
+                    let last = lnf.syms[it.pos as usize + 1] == LSym::End(p.lhs);
+                    if last && lnf.unique(p.lhs).is_some() {
+                        return true;
+                    }
+                }
+                todo.push(it.start);
+            }
+            todo.extend(self.leo_entries(j).iter().map(|e| e.top_start));
+        }
+        false
+    }
+
+    /// Writes the `unique!` set `set` into a state key: its number among the sets of the key
+    /// so far, and at its first mention its values' canonical forms, sorted.
+    fn unique_key(&self, key: &mut Vec<u32>, seen: &mut Vec<u32>, set: u32) {
+        if let Some(k) = seen.iter().position(|&x| x == set) {
+            key.push(k as u32);
+            return;
+        }
+        seen.push(set);
+        key.push(seen.len() as u32 - 1);
+        let mut forms: Vec<&[u8]> = self
+            .interner
+            .values(set)
+            .map(|v| self.interner.value(v))
+            .collect();
+        forms.sort_unstable();
+        key.push(forms.len() as u32);
+        for f in forms {
+            push_bytes(key, f);
+        }
     }
 
     /// The Leo entries of set `j`.
@@ -786,6 +917,16 @@ impl Recognizer {
         let s = self.sets.last().expect("at least one set");
         (s.end - s.start) as usize
     }
+}
+
+/// Appends `bytes` to a key: their length, then four to a value.
+fn push_bytes(key: &mut Vec<u32>, bytes: &[u8]) {
+    key.push(bytes.len() as u32);
+    key.extend(bytes.chunks(4).map(|c| {
+        let mut w = [0u8; 4];
+        w[..c.len()].copy_from_slice(c);
+        u32::from_le_bytes(w)
+    }));
 }
 
 /// Whether wait item `it` of a set is superseded by one of the set's Leo entries `leo`: completing

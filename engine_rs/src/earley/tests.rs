@@ -68,3 +68,39 @@ fn nullable_start_and_empty() {
     let g = "start ::= '';";
     assert!(accepts(g, b"") && !accepts(g, b"a"));
 }
+
+#[test]
+fn unique_items_hit_a_limit_not_a_panic() {
+    // Item values count against `max_total_items`; history released by `forget_before` keeps
+    // the Earley items few, so the values reach the limit: an error, the state unchanged.
+    let text = r#"start ::= '[' unique!(',', s) ']'; s ::= '"' #"[a-z]*" '"';"#;
+    let opts = CompileOptions {
+        max_total_items: 2000,
+        ..CompileOptions::default()
+    };
+    let mut r = Recognizer::new(Arc::new(Grammar::compile(text, &opts).unwrap()));
+    assert!(r.feed(b"["));
+    let mut hit = None;
+    for k in 0..200 {
+        let item = format!("{}\"{}\"", if k > 0 { "," } else { "" }, "x".repeat(k + 1));
+        let len = r.len();
+        match r.try_feed(item.as_bytes()) {
+            Ok(true) => r.compact_before(r.len()),
+            Ok(false) => panic!("item {k} refused"),
+            Err(e) => {
+                assert_eq!(r.len(), len);
+                hit = Some(e);
+                break;
+            }
+        }
+    }
+    match hit {
+        Some(EngineError::Limit { limit, .. }) => {
+            assert_eq!(limit, "max_total_items (unique! values)")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Equal items are still refused below the limit.
+    let mut r = Recognizer::new(Arc::new(Grammar::compile(text, &opts).unwrap()));
+    assert!(r.feed(br#"["ab","b""#) && !r.feed(br#","ab""#) && r.feed(b"]"));
+}

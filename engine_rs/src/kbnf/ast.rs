@@ -51,6 +51,16 @@ pub enum ExprKind {
         sep: Option<Box<Expr>>,
         members: Vec<(Expr, MemberKind)>,
     },
+    /// `unique!(sep, m1, ..., mk, min, max)`: `min..=max` items joined by `sep` (`''`: nothing
+    /// between), item `i` matching `m_min(i, k)` (the last member matches every item from the
+    /// `k`-th on), whose texts are pairwise distinct JSON values (see `lnf::AnyOrder::unique`).
+    /// `min >= 1`; `max == None` means unbounded.
+    Unique {
+        sep: Option<Box<Expr>>,
+        members: Vec<Expr>,
+        min: u32,
+        max: Option<u32>,
+    },
     /// Juxtaposition, at least two items.
     Concat(Vec<Expr>),
     /// `a | b | ...`, at least two items.

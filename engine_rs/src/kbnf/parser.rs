@@ -435,6 +435,10 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                     return self.any_order(start);
                 }
+                if name == "unique" && self.peek() == Some(b'!') {
+                    self.pos += 1;
+                    return self.unique(start);
+                }
                 if self.peek() == Some(b'!') {
                     return Err(syntax(
                         Span::new(start, self.pos + 1),
@@ -443,8 +447,8 @@ impl<'a> Parser<'a> {
                     .hint(
                         "the special nonterminals are `except!(X)` / `except!(X, n)`, \
                          `len!(X, min, max)`, `json_len!(X, min, max)`, \
-                         `json_string_except!('w1', 'w2', ...)` and \
-                         `any_order!(sep, a, b?, c*)`",
+                         `json_string_except!('w1', 'w2', ...)`, \
+                         `any_order!(sep, a, b?, c*)` and `unique!(sep, item, min, max)`",
                     ));
                 }
                 Ok(Expr {
@@ -586,17 +590,97 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// `unique!(sep, m1, ..., mk, min, max)`; the cursor is after the `!`. The counts are
+    /// optional (`min` defaults to 1, `max` to unbounded) and come after the members: an
+    /// argument that starts with a digit is a count.
+    fn unique(&mut self, start: usize) -> PResult<Expr> {
+        let usage = "write `unique!(sep, item)` or `unique!(sep, p1, p2, item, min, max)`: a \
+                     separator (`''` for none), the items (item i matches the i-th member, the \
+                     last member every item after), then optionally the least and most items";
+        self.expect(b"(", "`(`", usage)?;
+        self.skip_trivia()?;
+        let outer = std::mem::replace(&mut self.comma_ends_expr, true);
+        let result = self.unique_args(usage);
+        self.comma_ends_expr = outer;
+        let (sep, members, counts) = result?;
+        self.expect(b")", "`)`", usage)?;
+        let (min, max) = match counts.as_slice() {
+            [] => (1, None),
+            [min] => (*min, None),
+            [min, max] => (*min, Some(*max)),
+            _ => {
+                return Err(syntax(
+                    Span::new(start, self.pos),
+                    "`unique!` takes at most two counts (the least and the most items)",
+                )
+                .hint(usage))
+            }
+        };
+        if min == 0 || max.is_some_and(|m| m < min) {
+            return Err(Diagnostic::new(
+                ErrorKind::Semantic,
+                Span::new(start, self.pos),
+                "`unique!` needs 1 <= min <= max items",
+            )
+            .hint("it matches a non-empty list: write the empty list as an alternative"));
+        }
+        let sep = match sep.kind {
+            ExprKind::Literal(ref b) if b.is_empty() => None,
+            _ => Some(Box::new(sep)),
+        };
+        Ok(Expr {
+            kind: ExprKind::Unique {
+                sep,
+                members,
+                min,
+                max,
+            },
+            span: Span::new(start, self.pos),
+        })
+    }
+
+    /// Whether another argument of a special nonterminal follows (then the cursor is on it,
+    /// past its `,`).
+    fn next_arg(&mut self) -> PResult<bool> {
+        self.skip_trivia()?;
+        if self.peek() != Some(b',') {
+            return Ok(false);
+        }
+        self.pos += 1;
+        self.skip_trivia()?;
+        Ok(true)
+    }
+
+    /// The separator, the members and the counts of `unique!` (see [`Parser::unique`]).
+    fn unique_args(&mut self, usage: &str) -> PResult<(Expr, Vec<Expr>, Vec<u32>)> {
+        let sep = self.alternation()?;
+        let mut members = Vec::new();
+        let mut counts = Vec::new();
+        while self.next_arg()? {
+            if self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                counts.push(self.number()?);
+            } else if counts.is_empty() {
+                members.push(self.alternation()?);
+            } else {
+                return Err(
+                    syntax(self.here(), "`unique!` counts come after its members")
+                        .hint(usage.to_owned()),
+                );
+            }
+        }
+        if members.is_empty() {
+            return Err(
+                syntax(self.here(), "`unique!` needs at least one item").hint(usage.to_owned())
+            );
+        }
+        Ok((sep, members, counts))
+    }
+
     /// The separator and the members of `any_order!` (see [`Parser::any_order`]).
     fn any_order_args(&mut self, usage: &str) -> PResult<(Expr, Vec<(Expr, MemberKind)>)> {
         let sep = self.alternation()?;
         let mut members = Vec::new();
-        loop {
-            self.skip_trivia()?;
-            if self.peek() != Some(b',') {
-                break;
-            }
-            self.pos += 1;
-            self.skip_trivia()?;
+        while self.next_arg()? {
             let member = self.alternation()?;
             members.push(match member.kind {
                 ExprKind::Repeat { expr, min, max } => {

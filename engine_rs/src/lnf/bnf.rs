@@ -54,14 +54,24 @@ pub struct Bnf {
     pub any_orders: Vec<AnyOrderSpec>,
 }
 
-/// An `any_order!` nonterminal: its placeholder production is the separator (when `sep`) then
-/// one symbol per member, of the kinds listed.
+/// An `any_order!` (or `unique!`) nonterminal: its placeholder production is the separator (when
+/// `sep`) then one symbol per member, of the kinds listed (all `Once` for `unique!`).
 #[derive(Clone, Debug)]
 pub struct AnyOrderSpec {
     pub nt: u32,
     pub sep: bool,
     pub kinds: Vec<MemberKind>,
+    /// `Some` for `unique!`: its members are positional (item `i` matches member
+    /// `min(i, k - 1)`), never dropped or reordered, and the items are distinct values.
+    pub unique: Option<UniqueCounts>,
     pub span: Span,
+}
+
+/// The item counts of a `unique!`: `1 <= min <= max` (`u32::MAX`: unbounded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UniqueCounts {
+    pub min: u32,
+    pub max: u32,
 }
 
 impl Bnf {
@@ -102,7 +112,7 @@ impl Bnf {
         id
     }
 
-    /// Per nonterminal: whether it is an `any_order!` placeholder (kept as written).
+    /// Per nonterminal: whether it is an `any_order!` or `unique!` placeholder (kept as written).
     pub fn opaque(&self) -> Vec<bool> {
         let mut out = vec![false; self.rules.len()];
         for a in &self.any_orders {

@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::bnf::{AnyOrderSpec, Bnf, ExceptTerm, RegexTerm, Sym};
+use super::bnf::{AnyOrderSpec, Bnf, ExceptTerm, RegexTerm, Sym, UniqueCounts};
 use super::MAX_ANY_ORDER_COUNTED;
 use crate::dfa::{escape_bytes, CharCount, Dfa, DfaError, PATTERN_BYTES_PER_LIMIT};
 use crate::error::{Diagnostic, ErrorKind, Span};
@@ -153,6 +153,12 @@ impl<'a> Lowerer<'a> {
             } => self.len(arg, *min, *max, *json, e.span),
             ExprKind::JsonStringExcept(words) => self.json_string_except(words, e.span),
             ExprKind::AnyOrder { sep, members } => self.any_order(sep.as_deref(), members, e.span),
+            ExprKind::Unique {
+                sep,
+                members,
+                min,
+                max,
+            } => self.unique(sep.as_deref(), members, (*min, *max), e.span),
             ExprKind::Concat(_) | ExprKind::Alt(_) => {
                 let alts = self.alternatives(e);
                 let nt = self.bnf.add_nt(format!("group@{}", e.span.start));
@@ -319,6 +325,33 @@ impl<'a> Lowerer<'a> {
             nt,
             sep: sep.is_some(),
             kinds: members.iter().map(|(_, k)| *k).collect(),
+            unique: None,
+            span,
+        });
+        Sym::Nt(nt)
+    }
+
+    /// `unique!`: a placeholder nonterminal like [`Lowerer::any_order`]'s (separator, then the
+    /// members in order, all kept as written), which [`super::Lnf::from_bnf`] replaces by the
+    /// parametric productions that compare the items.
+    fn unique(
+        &mut self,
+        sep: Option<&Expr>,
+        members: &[Expr],
+        (min, max): (u32, Option<u32>),
+        span: Span,
+    ) -> Sym {
+        let mut placeholder: Vec<Sym> = sep.map(|e| self.symbol(e)).into_iter().collect();
+        placeholder.extend(members.iter().map(|e| self.symbol(e)));
+        let nt = self.new_nt(format!("unique@{}", span.start), vec![placeholder]);
+        self.bnf.any_orders.push(AnyOrderSpec {
+            nt,
+            sep: sep.is_some(),
+            kinds: vec![MemberKind::Once; members.len()],
+            unique: Some(UniqueCounts {
+                min,
+                max: max.unwrap_or(u32::MAX),
+            }),
             span,
         });
         Sym::Nt(nt)
@@ -395,6 +428,7 @@ impl<'a> Lowerer<'a> {
             ExprKind::Repeat { .. } => Err(bad(arg.span, "a repetition (use a regex terminal)")),
             ExprKind::JsonStringExcept(_) => Err(bad(arg.span, "a json_string_except!")),
             ExprKind::AnyOrder { .. } => Err(bad(arg.span, "an any_order!")),
+            ExprKind::Unique { .. } => Err(bad(arg.span, "a unique!")),
         }
     }
 

@@ -50,17 +50,42 @@ pub enum LSym {
 /// Earley item's state.
 pub const MAX_ANY_ORDER_COUNTED: usize = 32;
 
-/// The counted members of one `any_order!`, as bitsets over its member bits.
+/// The counted members of one `any_order!`, as bitsets over its member bits; or a `unique!`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AnyOrder {
     /// Members that must occur (plain and `+`).
     pub required: u32,
     /// Members that may occur at most once (plain and `?`).
     pub once: u32,
+    /// `Some` for a `unique!` (then `required` and `once` are 0).
+    pub unique: Option<Unique>,
+}
+
+/// A `unique!(sep, m_0, ..., m_last, min, max)` nonterminal `X`: its productions are
+/// `X ::= m_0` and `X ::= X sep m_j` for `j` in `1..=last` (`j = 0` when `last == 0`), each
+/// position carrying `j` as its [`ParamPos::bit`]. Item states in them are ids of interned sets
+/// of canonical JSON values (`earley::unique`); completing `X` yields the set of its items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unique {
+    /// Least items, at least 1.
+    pub min: u32,
+    /// Most items, at least `min` (`u32::MAX`: unbounded).
+    pub max: u32,
+    /// Index of the last member, which matches every item from that index on.
+    pub last: u32,
+}
+
+impl Unique {
+    /// The member of the item that follows `n` items.
+    #[inline]
+    pub fn member_after(&self, n: u32) -> u32 {
+        n.min(self.last)
+    }
 }
 
 /// For a position inside a production of an `any_order!` nonterminal: that nonterminal and the
-/// bit of the production's member (0 for a `*` member).
+/// bit of the production's member (0 for a `*` member). In a `unique!` production, `bit` is the
+/// index of the production's member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamPos {
     pub lhs: u32,
@@ -118,6 +143,17 @@ impl Lnf {
             Some(&k) if k != NOT_PARAMETRIC => Some(self.any_orders[k as usize]),
             _ => None,
         }
+    }
+
+    /// The `unique!` of nonterminal `nt`, if it is one.
+    #[inline]
+    pub fn unique(&self, nt: u32) -> Option<Unique> {
+        self.any_order(nt).and_then(|a| a.unique)
+    }
+
+    /// Whether the grammar has a `unique!` (its recognizers keep their input).
+    pub fn has_unique(&self) -> bool {
+        self.any_orders.iter().any(|a| a.unique.is_some())
     }
 
     /// See [`ParamPos`]; `None` outside the productions of `any_order!` nonterminals.
@@ -375,9 +411,14 @@ impl Flatten {
             false => (None, alt),
         };
         let members: Vec<u32> = members.iter().map(|&m| self.wrapped(m)).collect();
+        if let Some(counts) = spec.unique {
+            self.unique_productions(lnf, x, sep, &members, counts);
+            return;
+        }
         let mut info = AnyOrder {
             required: 0,
             once: 0,
+            unique: None,
         };
         let mut bits = Vec::with_capacity(members.len());
         let mut next = 0u32;
@@ -400,27 +441,63 @@ impl Flatten {
         self.param_of.push((x, lnf.any_orders.len() as u32));
         lnf.any_orders.push(info);
         let lone_once = members.len() == 1 && info.once != 0;
-        let mut push = |lnf: &mut Lnf, syms: &[u32], bit: u32| {
-            lnf.prod_starts.push(lnf.syms.len() as u32);
-            for &s in syms.iter() {
-                self.positions
-                    .push((lnf.syms.len() as u32, ParamPos { lhs: x, bit }));
-                lnf.syms.push(LSym::Nt(s));
-                lnf.init_state.push(0);
-            }
-            self.positions
-                .push((lnf.syms.len() as u32, ParamPos { lhs: x, bit }));
-            lnf.syms.push(LSym::End(x));
-            lnf.init_state.push(0);
-        };
         for (&m, &bit) in members.iter().zip(&bits) {
-            push(lnf, &[m], bit);
+            self.param_production(lnf, x, &[m], bit);
         }
         if !lone_once {
             for (&m, &bit) in members.iter().zip(&bits) {
                 let step: Vec<u32> = std::iter::once(x).chain(sep).chain([m]).collect();
-                push(lnf, &step, bit);
+                self.param_production(lnf, x, &step, bit);
             }
         }
+    }
+
+    /// The productions of `unique!` nonterminal `x` (see [`Unique`]).
+    fn unique_productions(
+        &mut self,
+        lnf: &mut Lnf,
+        x: u32,
+        sep: Option<u32>,
+        members: &[u32],
+        counts: bnf::UniqueCounts,
+    ) {
+        let last = members.len() as u32 - 1;
+        self.param_of.push((x, lnf.any_orders.len() as u32));
+        lnf.any_orders.push(AnyOrder {
+            required: 0,
+            once: 0,
+            unique: Some(Unique {
+                min: counts.min,
+                max: counts.max,
+                last,
+            }),
+        });
+        self.param_production(lnf, x, &[members[0]], 0);
+        if counts.max > 1 {
+            // (the member of a second or later item: from 1 on, or the only one)
+            for j in last.min(1)..=last {
+                let step: Vec<u32> = std::iter::once(x)
+                    .chain(sep)
+                    .chain([members[j as usize]])
+                    .collect();
+                self.param_production(lnf, x, &step, j);
+            }
+        }
+    }
+
+    /// Appends the production `x ::= syms` of a parametric nonterminal, every position tagged
+    /// with `bit` (see [`ParamPos`]).
+    fn param_production(&mut self, lnf: &mut Lnf, x: u32, syms: &[u32], bit: u32) {
+        lnf.prod_starts.push(lnf.syms.len() as u32);
+        for &s in syms.iter() {
+            self.positions
+                .push((lnf.syms.len() as u32, ParamPos { lhs: x, bit }));
+            lnf.syms.push(LSym::Nt(s));
+            lnf.init_state.push(0);
+        }
+        self.positions
+            .push((lnf.syms.len() as u32, ParamPos { lhs: x, bit }));
+        lnf.syms.push(LSym::End(x));
+        lnf.init_state.push(0);
     }
 }

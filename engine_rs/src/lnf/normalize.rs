@@ -4,7 +4,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::bnf::{Bnf, Sym, UniqueProductions};
+use super::bnf::{Bnf, Sym, UniqueCounts, UniqueProductions};
 use crate::dfa::{CombineBudget, Dfa, Part, RightLinear};
 use crate::error::{Diagnostic, ErrorKind, Span};
 use crate::kbnf::ast::MemberKind;
@@ -68,10 +68,15 @@ fn check_any_order_members(bnf: &Bnf) -> Result<(), Diagnostic> {
             t => terminal_nullable(bnf, t),
         });
         if empty {
+            let name = if a.unique.is_some() {
+                "unique!"
+            } else {
+                "any_order!"
+            };
             return Err(Diagnostic::new(
                 ErrorKind::Semantic,
                 a.span,
-                "a member or the separator of `any_order!` matches the empty string",
+                format!("a member or the separator of `{name}` matches the empty string"),
             )
             .hint("make every member non-empty; write `''` as the separator for none"));
         }
@@ -253,6 +258,25 @@ fn remove_useless(bnf: &mut Bnf) {
         if !productive[nt] || bnf.rules[nt].is_empty() {
             continue;
         }
+        if let Some(counts) = bnf.any_orders[a].unique {
+            let limit = unique_limit(bnf, nt as u32, |s| sym_ok(bnf, &productive, s));
+            if limit < counts.max {
+                // (items from `limit` on derive nothing: at most `limit` items, `limit >= min`)
+                let members = (limit as usize).min(bnf.rules[nt][0].len() - skip);
+                bnf.rules[nt][0].truncate(skip + members);
+                if limit == 1 && skip == 1 {
+                    // (one item: no separator, which may derive nothing)
+                    bnf.rules[nt][0].remove(0);
+                    bnf.any_orders[a].sep = false;
+                }
+                bnf.any_orders[a].kinds.truncate(members);
+                bnf.any_orders[a].unique = Some(UniqueCounts {
+                    max: limit,
+                    ..counts
+                });
+            }
+            continue;
+        }
         // (only members that may be left out are dropped: the required ones are productive)
         let alt = &bnf.rules[nt][0];
         let keep: Vec<bool> = alt[skip..]
@@ -303,6 +327,9 @@ fn any_order_productive(bnf: &Bnf, nt: u32, ok: impl Fn(Sym) -> bool) -> bool {
     let Some(alt) = bnf.rules[nt as usize].first() else {
         return false;
     };
+    if let Some(counts) = spec.unique {
+        return unique_limit(bnf, nt, ok) >= counts.min;
+    }
     let skip = spec.sep as usize;
     alt[..skip].iter().all(|&s| ok(s))
         && alt[skip..].iter().any(|&s| ok(s))
@@ -310,6 +337,28 @@ fn any_order_productive(bnf: &Bnf, nt: u32, ok: impl Fn(Sym) -> bool) -> bool {
             .iter()
             .zip(&spec.kinds)
             .all(|(&s, &k)| matches!(k, MemberKind::Optional | MemberKind::Many) || ok(s))
+}
+
+/// The most items the `unique!` nonterminal `nt` can hold given which symbols derive text
+/// (`ok`): its counted maximum, cut at the first member that derives nothing (item `i` matches
+/// member `min(i, k - 1)`), and at one item when the separator derives nothing.
+fn unique_limit(bnf: &Bnf, nt: u32, ok: impl Fn(Sym) -> bool) -> u32 {
+    let Some(spec) = bnf.any_orders.iter().find(|a| a.nt == nt) else {
+        return 0;
+    };
+    let (Some(alt), Some(counts)) = (bnf.rules[nt as usize].first(), spec.unique) else {
+        return 0;
+    };
+    let skip = spec.sep as usize;
+    let members = &alt[skip..];
+    let mut limit = match members.iter().position(|&s| !ok(s)) {
+        Some(i) => (i as u32).min(counts.max),
+        None => counts.max,
+    };
+    if !alt[..skip].iter().all(|&s| ok(s)) {
+        limit = limit.min(1);
+    }
+    limit
 }
 
 fn reachable(bnf: &Bnf) -> Vec<bool> {

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use super::CompiledGrammar;
 use crate::dfa::Dfa;
 use crate::grammar::{CompileOptions, Grammar};
-use crate::lnf::{AnyOrder, ExceptInfo, LSym, Lnf, ParamPos, NOT_PARAMETRIC};
+use crate::lnf::{AnyOrder, ExceptInfo, LSym, Lnf, ParamPos, Unique, NOT_PARAMETRIC};
 use crate::persist::{ensure, Checksum, DecodeError, Reader, Writer};
 use crate::vocab::Vocabulary;
 
@@ -37,7 +37,8 @@ const MAGIC: &[u8; 8] = b"structog";
 /// Bump when the layout changes (the build id also changes with any engine source change).
 /// 3: the checksum at the end, over everything before it (read in one streaming pass); a DFA's
 /// accepting flags before its transitions. 4: an eight-lane checksum; entries named by it.
-const FORMAT: u32 = 5;
+/// 6: `unique!` counts after each `any_order!` entry.
+const FORMAT: u32 = 6;
 /// The engine build: its version and a hash of its sources (see `build.rs`). An entry written by
 /// another build is never read, since the same text may compile differently there.
 const BUILD: &str = concat!(
@@ -252,6 +253,15 @@ fn encode_lnf(w: &mut Writer, l: &Lnf) {
     for a in &l.any_orders {
         w.u32(a.required);
         w.u32(a.once);
+        match a.unique {
+            None => w.bool(false),
+            Some(u) => {
+                w.bool(true);
+                w.u32(u.min);
+                w.u32(u.max);
+                w.u32(u.last);
+            }
+        }
     }
     let lhs: Vec<u32> = l.param_pos.iter().map(|p| p.lhs).collect();
     let bits: Vec<u32> = l.param_pos.iter().map(|p| p.bit).collect();
@@ -307,9 +317,24 @@ fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
     let n = r.count(8)?;
     let mut any_orders = Vec::with_capacity(n);
     for _ in 0..n {
+        let required = r.u32()?;
+        let once = r.u32()?;
+        let unique = match r.bool()? {
+            false => None,
+            true => {
+                let u = Unique {
+                    min: r.u32()?,
+                    max: r.u32()?,
+                    last: r.u32()?,
+                };
+                ensure(1 <= u.min && u.min <= u.max, "unique! counts")?;
+                Some(u)
+            }
+        };
         any_orders.push(AnyOrder {
-            required: r.u32()?,
-            once: r.u32()?,
+            required,
+            once,
+            unique,
         });
     }
     let lhs = r.u32s()?;

@@ -248,8 +248,10 @@ impl Matcher {
         let cg = self.cg.clone();
         let first = self.rec.allowed_bytes();
         // Free text: every scanned terminal (often one; the same one in several places of the
-        // parse, too) is in a slice-stable state.
-        let stable_text = self.rec.scan_terminals().next().is_some()
+        // parse, too) is in a slice-stable state. Not inside a `unique!` item: whether a token
+        // may end the item depends on its whole text, so a token's slice prefix matters too.
+        let stable_text = !self.rec.in_unique_item()
+            && self.rec.scan_terminals().next().is_some()
             && self
                 .rec
                 .scan_terminals()
@@ -578,6 +580,8 @@ fn walk_subtree(
     // `in_loop[r]`: the first `r` bytes below `start` all have inside classes (see `loops`).
     let mut in_loop: Vec<bool> = vec![true];
     let skipping = !matches!(skip_by, Skip::No);
+    // See the `exact_ends` branch below.
+    let exact_ends = rec.in_unique_item();
     let mut work = 0usize;
     let mut i = start + 1;
     while i < end {
@@ -666,10 +670,34 @@ fn walk_subtree(
             i = n.subtree_end();
             continue;
         }
+        follow[r] = ByteSet::EMPTY;
+        if ends != 0 && exact_ends {
+            // With `unique!`, ending a lexeme may end an item equal to an earlier one, which
+            // the parse refuses: the recognizer decides the ending here, at every node.
+            let ending = Ending {
+                path: &path[..r],
+                live,
+                next,
+                lexemes: &lexemes,
+                base_items: &base_items,
+            };
+            let (allowed, now_fed) = ending.decide(rec, base_len, fed, &mut skip)?;
+            fed = now_fed;
+            match allowed {
+                None => i = n.subtree_end(),
+                Some(f) => {
+                    follow[r] = f;
+                    if let Some(t) = n.token() {
+                        set_token_bits(trie, i, t, out);
+                    }
+                    i += 1;
+                }
+            }
+            continue;
+        }
         if let Some(t) = n.token() {
             set_token_bits(trie, i, t, out);
         }
-        follow[r] = ByteSet::EMPTY;
         if ends != 0 && n.subtree_end() > i + 1 {
             follow[r] = match follow_cache.iter().find(|(key, _)| *key == ends) {
                 Some(&(_, f)) => f,
@@ -680,18 +708,7 @@ fn walk_subtree(
                     }
                     fed = r;
                     skip.clear();
-                    for j in 0..k {
-                        if live & (1 << j) != 0 {
-                            let state = match lexemes[j] {
-                                Lexeme::Lit(_) => next[j] - 1,
-                                Lexeme::Dfa(_) => next[j],
-                            };
-                            skip.push(ScanItem {
-                                state,
-                                ..base_items[j]
-                            });
-                        }
-                    }
+                    skip.extend(continuing(live, next, &lexemes, &base_items));
                     let f = rec.allowed_bytes_without(&skip);
                     follow_cache.push((ends, f));
                     f
@@ -702,6 +719,76 @@ fn walk_subtree(
     }
     rec.rollback_to(base_len);
     Ok(work)
+}
+
+/// Lexemes of a lexer-mode walk that end at a node (`path`: the bytes below the walk's root),
+/// in a grammar with `unique!`.
+struct Ending<'w, 'g> {
+    path: &'w [u8],
+    live: u64,
+    next: &'w [u32],
+    lexemes: &'w [Lexeme<'g>],
+    base_items: &'w [ScanItem],
+}
+
+impl Ending<'_, '_> {
+    /// Whether the node is allowed, by the recognizer, which holds the first `fed` bytes of the
+    /// path on entry and the returned count on return: `None` when no lexeme takes another byte
+    /// and the parse refuses the endings, else the bytes the parse takes after the endings.
+    /// Out of the walk's hot loop (which keeps `fed` in a register).
+    #[cold]
+    #[inline(never)]
+    fn decide(
+        &self,
+        rec: &mut Recognizer,
+        base_len: usize,
+        fed: usize,
+        skip: &mut Vec<ScanItem>,
+    ) -> Result<(Option<ByteSet>, usize), EngineError> {
+        let r = self.path.len();
+        let lnf = rec.grammar().clone();
+        let lnf = lnf.lnf();
+        // (`live` also holds DFAs in a final state, which take no further byte)
+        let goes_on = continuing(self.live, self.next, self.lexemes, self.base_items).any(|it| {
+            match it.sym {
+                LSym::Regex(d) => lnf.dfas[d as usize].can_continue(it.state),
+                _ => true,
+            }
+        });
+        rec.rollback_to(base_len + fed);
+        if !rec.try_feed(&self.path[fed..])? {
+            return Ok((goes_on.then_some(ByteSet::EMPTY), fed));
+        }
+        skip.clear();
+        skip.extend(continuing(
+            self.live,
+            self.next,
+            self.lexemes,
+            self.base_items,
+        ));
+        let follow = rec.allowed_bytes_without(skip);
+        let ended = rec.is_complete() || !follow.is_empty();
+        Ok(((goes_on || ended).then_some(follow), r))
+    }
+}
+
+/// The scan items of the lexemes alive in `live` (bit `j`: lexeme `j`), in their states `next`
+/// (lexer states: literal offsets plus one).
+fn continuing<'s>(
+    live: u64,
+    next: &'s [u32],
+    lexemes: &'s [Lexeme<'_>],
+    base_items: &'s [ScanItem],
+) -> impl Iterator<Item = ScanItem> + 's {
+    (0..base_items.len())
+        .filter(move |&j| live & (1 << j) != 0)
+        .map(move |j| ScanItem {
+            state: match lexemes[j] {
+                Lexeme::Lit(_) => next[j] - 1,
+                Lexeme::Dfa(_) => next[j],
+            },
+            ..base_items[j]
+        })
 }
 
 /// Walks a subtree with recognizer push (feed) and pop (rollback) at every node.
@@ -1098,6 +1185,26 @@ mod tests {
                 "{peak} entries under {limit} bytes"
             );
         }
+    }
+
+    #[test]
+    fn unique_item_masks_equal_brute_force() {
+        // Masks refuse the token that would end an item equal to an earlier one, wherever the
+        // walk decides it (lexer mode, slices, the rest trie, the mask cache).
+        check(
+            "start ::= '[' unique!(', ', s) ']' | '[]'; s ::= json_string_except!();",
+            &[br#"["a", "ab", "b", "ba", "\u0061a"]"#],
+        );
+        check(
+            r#"start ::= '[' unique!(', ', v) ']';
+               v ::= #"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?" | 'true' | '"' #"[ab]*" '"';"#,
+            &[br#"[1, 10, 0.1, -0, 1e-2, 1e2, true, "a", "ab"]"#],
+        );
+        // Text outside the items takes the free-text shortcuts; inside an item it does not.
+        check(
+            "start ::= '{' s ': [' unique!(', ', s) '], ' s '}'; s ::= json_string_except!();",
+            &[br#"{"ab": ["ab", "a", "b"], "a"}"#],
+        );
     }
 
     #[test]

@@ -85,6 +85,8 @@ fn other_shapes_decline() {
             ("properties", obj(&[("it's", Json::Bool(true))])),
         ]),
         obj(&[("type", s("array")), ("items", Json::Array(vec![]))]),
+        // (the Python translator writes `unique!` or rules over subsets)
+        obj(&[("type", s("array")), ("uniqueItems", Json::Bool(true))]),
         obj(&[("$schema", s("http://json-schema.org/draft-03/schema#"))]),
         Json::Bool(false),
         Json::Other,

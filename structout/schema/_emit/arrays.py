@@ -8,7 +8,7 @@ from .. import _string_formulas as sl
 from .._ir import Node, Unsupported
 from .base import EmitterBase
 from .layout import kbnf_literal
-from .rules import Alt, Sym, rep
+from .rules import Alt, Sym, rep, unique_list
 
 MAX_ARRAY_STATES = 4000
 
@@ -34,16 +34,7 @@ class ArrayRules(EmitterBase):
                 alts.append(lay.open("[", depth) + [nonempty] + lay.close("]", depth))
             self.add_rule(name, alts)
             return name
-        item_syms = [self.value(p, depth + 1) for p in prefix]
-        rest_sym = self.value(rest, depth + 1)
-        # effective max length
-        p = len(prefix)
-        for i, s in enumerate(item_syms):
-            if s is None:
-                mx = i if mx is None else min(mx, i)
-                break
-        if rest_sym is None:
-            mx = p if mx is None else min(mx, p)
+        item_syms, rest_sym, mx = self._item_syms(prefix, rest, mx, depth)
         if mx is not None and mx < mn:
             self.add_rule(name, [])
             return name
@@ -55,6 +46,22 @@ class ArrayRules(EmitterBase):
                 alts.append(lay.open("[", depth) + seq + lay.close("]", depth))
         self.add_rule(name, alts)
         return name
+
+    def _item_syms(
+        self, prefix: list[Node], rest: Node, mx: int | None, depth: int
+    ) -> tuple[list[Sym | None], Sym | None, int | None]:
+        """The symbols of the prefix items and of the rest, and the effective max length: no
+        item from the first prefix item that matches nothing on, none beyond the prefix when
+        the rest matches nothing."""
+        item_syms = [self.value(p, depth + 1) for p in prefix]
+        rest_sym = self.value(rest, depth + 1)
+        for i, s in enumerate(item_syms):
+            if s is None:
+                mx = i if mx is None else min(mx, i)
+                break
+        if rest_sym is None:
+            mx = len(prefix) if mx is None else min(mx, len(prefix))
+        return item_syms, rest_sym, mx
 
     def _array_seq(
         self,
@@ -198,22 +205,20 @@ class ArrayRules(EmitterBase):
         return start_empty, start
 
     def _unique_array(self, node: Node, depth: int) -> Sym | None:
-        """uniqueItems: exact only when every item comes from a small finite set of values."""
+        """uniqueItems: rules over the subsets used when every item comes from a small finite
+        set of values (exact and cheap), else the engine's ``unique!`` (items compared as JSON
+        values while they are read)."""
         prefix, rest, mn, mx, contains, _u, _ev = node.args
         if contains:
             raise Unsupported("uniqueItems together with contains", "uniqueItems")
         domains = [self.finite_values(x) for x in list(prefix) + [rest]]
-        if any(d is None for d in domains):
-            raise Unsupported(
-                "uniqueItems over items that are not a small finite set of values", "uniqueItems"
-            )
         universe: list[Any] = []
         for d in domains:
             for v in d or []:
                 if v not in universe:
                     universe.append(v)
-        if len(universe) > 8:
-            raise Unsupported("uniqueItems over more than 8 possible item values", "uniqueItems")
+        if any(d is None for d in domains) or len(universe) > 8:
+            return self._unique_list(node, depth)
         lay = self.layout
         comma = lay.comma(depth)
         name = self.fresh("unique_array")
@@ -253,6 +258,29 @@ class ArrayRules(EmitterBase):
         if mn == 0:
             alts.append(lay.empty("[]"))
         alts.append(lay.open("[", depth) + [start] + lay.close("]", depth))
+        self.add_rule(name, alts)
+        return name
+
+    def _unique_list(self, node: Node, depth: int) -> Sym:
+        """uniqueItems over any items: ``unique!(comma, p1, ..., rest, min, max)`` (item i
+        matches the i-th member, the last member every later item; the engine refuses an
+        item equal to an earlier one, prefix items included)."""
+        prefix, rest, mn, mx, _c, _u, _ev = node.args
+        lay = self.layout
+        name = self.fresh("unique_array")
+        self.memo[(node, depth)] = name
+        item_syms, rest_sym, mx = self._item_syms(prefix, rest, mx, depth)
+        p = len(prefix)
+        if mx is not None and mx < mn:
+            self.add_rule(name, [])
+            return name
+        alts: list[Alt] = []
+        if mn == 0:
+            alts.append(lay.empty("[]"))
+        if mx is None or mx > 0:
+            members = item_syms[:mx] if mx is not None and mx <= p else item_syms + [rest_sym]
+            body = unique_list(lay.comma(depth), members, max(mn, 1), mx)
+            alts.append(lay.open("[", depth) + [body] + lay.close("]", depth))
         self.add_rule(name, alts)
         return name
 

@@ -12,9 +12,10 @@ from typing import Any
 from .._ir import Unsupported
 
 # A KBNF symbol: a rule name, a quoted literal, a #"regex" terminal, a repetition
-# ``("rep", [symbols...], lo, hi)`` (``hi`` None for unbounded), or ``any_order!``
+# ``("rep", [symbols...], lo, hi)`` (``hi`` None for unbounded), ``any_order!``
 # ``("any_order", [separator symbols...], [(member rule name, kind suffix), ...])`` (see
-# :func:`any_order`).
+# :func:`any_order`), or ``unique!`` ``("unique", [separator symbols...], [member symbols...],
+# lo, hi)`` (see :func:`unique_list`).
 Sym = Any
 Alt = list[Sym]
 
@@ -247,11 +248,26 @@ def any_order(sep: Alt, members: list[tuple[str, str]]) -> Sym:
     return ("any_order", list(sep), list(members))
 
 
+def unique_list(sep: Alt, members: list[Sym], lo: int, hi: int | None) -> Sym:
+    """``unique!(sep, m1, ..., mk, lo, hi)``: ``lo..hi`` items (``lo >= 1``, ``hi`` None for
+    unbounded) joined by ``sep``, item i matching ``m_min(i, k)``, pairwise distinct as JSON
+    values (the engine compares them)."""
+    return ("unique", list(sep), list(members), lo, hi)
+
+
 def render_sym(sym: Sym) -> str:
     if isinstance(sym, tuple) and sym[0] == "any_order":
         _, sep, members = sym
         args = [render_alt(sep), *(name + kind for name, kind in members)]
         return "any_order!(" + ", ".join(args) + ")"
+    if isinstance(sym, tuple) and sym[0] == "unique":
+        _, sep, members, lo, hi = sym
+        args = [render_alt(sep), *(render_sym(m) for m in members)]
+        if hi is not None:
+            args += [str(lo), str(hi)]
+        elif lo > 1:
+            args.append(str(lo))
+        return "unique!(" + ", ".join(args) + ")"
     if isinstance(sym, tuple):
         _, seq, lo, hi = sym
         group = "(" + render_alt(seq) + ")"
@@ -320,6 +336,10 @@ def alt_refs(alt: Alt) -> list[str]:
             # (members that may be left out, `?`-marked: only reachability follows them)
             out.extend(alt_refs(s[1]))
             out.extend(name if not kind else "?" + name for name, kind in s[2])
+        elif isinstance(s, tuple) and s[0] == "unique":
+            # (every member counts: a member that derives nothing drops the alternative)
+            out.extend(alt_refs(s[1]))
+            out.extend(alt_refs(s[2]))
         elif isinstance(s, tuple):
             out.extend(alt_refs(s[1]))
         elif s[:1] not in _NOT_A_NAME:
