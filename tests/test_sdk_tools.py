@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 import structout
 from structout.errors import SchemaValidationError, TruncatedOutputError, UnsupportedSchemaError
+from structout.kv_session import KVSession
 from structout.reasoning import ReasoningMarkers, detect_markers, reasoning_format
 from structout.structural_tag import JsonSchema, structural_tag_kbnf
 from structout.tools import (
@@ -640,11 +641,10 @@ def test_default_model_reasoning_with_added_think_tokens() -> None:
     not_text = torch.tensor([not b for b in token_bytes])
     prompt_ids = tok(model.render_prompt(prompt, Answer), add_special_tokens=False)["input_ids"]
     seq = list(prompt_ids) + [begin]
-    feed, cache = seq, None
-    with torch.inference_mode():
-        for _ in range(ids.index(end) - 1):
-            out = model.hf_model(torch.tensor([feed]), past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
-            seq.append(int(out.logits[0, -1].masked_fill(not_text, -float("inf")).argmax()))
-            feed = seq[-1:]
+    feed = seq
+    session = KVSession(model.hf_model, pad_token_id=0, batch_size=1)
+    for _ in range(ids.index(end) - 1):
+        logits = torch.from_numpy(session.feed([feed])[0])
+        seq.append(int(logits.masked_fill(not_text, -float("inf")).argmax()))
+        feed = seq[-1:]
     assert ids[1 : ids.index(end)] == seq[len(prompt_ids) + 1 :]
