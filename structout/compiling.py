@@ -25,6 +25,26 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["compile_target", "schema_grammar", "schema_kbnf", "schema_translator"]
 
 
+def _translation_steps(
+    options: dict[str, Any], translate: Callable[..., str] | None
+) -> tuple[Callable[[Any], str], Callable[[Any], str | None] | None]:
+    """``(translate, quick)`` for :meth:`CompileCache.kbnf_for_schema` under ``options`` (read
+    and checked once). By default what to_kbnf does, in two steps: the engine's common shape
+    first (``quick``: kept in memory only, cheaper than a disk lookup), then the Python
+    translator; a custom ``translate`` alone otherwise."""
+    from structout.schema import TranslatorOptions, common_shape_kbnf
+    from structout.schema import translate as python_translator
+
+    if translate is not None:
+        custom = translate
+        return lambda schema: custom(schema, **options), None
+    checked = TranslatorOptions(**options)
+    return (
+        lambda schema: python_translator(schema, checked).kbnf,
+        lambda schema: common_shape_kbnf(schema, checked),
+    )
+
+
 def schema_kbnf(
     schema: Any,
     translator_options: Mapping[str, Any],
@@ -36,23 +56,11 @@ def schema_kbnf(
     ``cache`` (default: the process-wide cache); ``translate`` defaults to
     :func:`structout.schema.to_kbnf`."""
     from structout.cache import get_default_cache
-    from structout.schema import TranslatorOptions, common_shape_kbnf
-    from structout.schema import translate as python_translator
 
     options = dict(translator_options)
+    run, quick = _translation_steps(options, translate)
     cache = cache if cache is not None else get_default_cache()
-    if translate is not None:
-        text, _ = cache.kbnf_for_schema(schema, lambda s: translate(s, **options), options or None)
-        return text
-    # What to_kbnf does, in two steps: the engine's common shape first (kept in memory only,
-    # cheaper than a disk lookup), then the disk layer and the Python translator.
-    parsed = TranslatorOptions(**options)
-    text, _ = cache.kbnf_for_schema(
-        schema,
-        lambda s: python_translator(s, parsed).kbnf,
-        options or None,
-        quick=lambda s: common_shape_kbnf(s, parsed),
-    )
+    text, _ = cache.kbnf_for_schema(schema, run, options or None, quick=quick)
     return text
 
 
@@ -62,36 +70,16 @@ def schema_translator(
     *,
     translate: Callable[..., str] | None = None,
 ) -> Callable[[Any], str]:
-    """A function from a JSON Schema or a Python type to its KBNF, through :func:`schema_kbnf`
-    (for grammars that embed schemas: structural tags, tool calls).
+    """A function from a JSON Schema or a Python type to its KBNF, through the same steps as
+    :func:`schema_kbnf` (for grammars that embed schemas: structural tags, tool calls).
 
-    The options are read once, not once per schema (a tool grammar translates hundreds): the
-    default translator gets them as one checked :class:`structout.schema.TranslatorOptions`,
-    and the cache keys share one salt."""
+    The options are read once, not once per schema (a tool grammar translates hundreds), and
+    the cache keys share one salt."""
     from structout.cache import get_default_cache, schema_key_function
-    from structout.schema import TranslatorOptions, common_shape_kbnf, json_schema_of
-    from structout.schema import translate as python_translator
+    from structout.schema import json_schema_of
 
     options = dict(translator_options)
-    run: Callable[[Any], str]
-    quick: Callable[[Any], str | None] | None = None
-    if translate is None:
-        # What to_kbnf does, in the two steps schema_kbnf takes (the common shape first, in
-        # memory only); to_kbnf(s, **options) would check the options per call.
-        checked = TranslatorOptions(**options)
-
-        def run(schema: Any) -> str:
-            return python_translator(schema, checked).kbnf
-
-        def quick(schema: Any) -> str | None:
-            return common_shape_kbnf(schema, checked)
-
-    else:
-        custom = translate
-
-        def run(schema: Any) -> str:
-            return custom(schema, **options)
-
+    run, quick = _translation_steps(options, translate)
     key_of = schema_key_function(options or None)
 
     def translate_one(schema: Any) -> str:
