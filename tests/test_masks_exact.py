@@ -327,6 +327,38 @@ def test_llama3_small_grammars(llama3: tuple[Any, Any]) -> None:
         feed_and_check(g, vocab, tokens, f"llama3 small grammar {i}", full, rng)
 
 
+def test_llama3_short_strings(llama3: tuple[Any, Any]) -> None:
+    """Strings with a small ``maxLength`` are tabulated inside one automaton with their quotes;
+    masks there take slice tokens by how many characters they start (see
+    ``TokenIndex::uniform_room``), which must agree with brute force: multi-byte characters,
+    tokens that close the string, a bound reached, ``minLength``, the same string type in
+    several places."""
+    tok, vocab = llama3
+    schema = {
+        "type": "object",
+        "properties": {
+            "cc": {"type": ["string", "null"], "maxLength": 2},
+            "cur": {"type": "string", "maxLength": 3},
+            "code": {"type": "string", "minLength": 2, "maxLength": 5},
+            "tag": {"type": "string", "maxLength": 8},
+            "list": {"type": "array", "items": {"type": "string", "maxLength": 3}},
+        },
+        "required": ["cc", "cur", "code", "tag", "list"],
+    }
+    g = so.compile_json_schema(schema, vocab)
+    docs = [
+        {"cc": "US", "cur": "USD", "code": "ab", "tag": "héllo wö", "list": ["é", "日本", ""]},
+        {"cc": None, "cur": "€", "code": "1234", "tag": "", "list": ["abc", "x y"]},
+        {"cc": "日", "cur": "", "code": "😀😀", "tag": 'a"b', "list": []},
+    ]
+    rng = random.Random(11)
+    for i, doc in enumerate(docs):
+        text = json.dumps(doc, ensure_ascii=False)
+        tokens = tok.encode(text, add_special_tokens=False).ids
+        full = range(len(tokens) + 1) if i == 0 else _positions(len(tokens), 8, rng)
+        feed_and_check(g, vocab, tokens, f"llama3 short strings doc {i}", full, rng)
+
+
 # ----------------------------------------------------------------------------- SentencePiece
 SP_WORDS = (  # noqa: SIM905
     "alpha beta gamma delta id name value type items properties true false null the of and to "

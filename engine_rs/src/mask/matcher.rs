@@ -260,6 +260,12 @@ impl Matcher {
             true => None,
             false => cg.counted_text_room(self.rec.scan_terminals()),
         };
+        // Short text bounded inside a tabulated automaton (e.g. a `maxLength: 3` string).
+        let tabulated_room =
+            match stable_text || counted_room.is_some() || self.rec.in_unique_item() {
+                true => None,
+                false => cg.tabulated_text_room(self.rec.scan_terminals()),
+            };
         if stable_text {
             // Inside free text: every slice token, plus the rest decided by their suffixes. The
             // state recurs at every position of the text (and of texts in the same place), so
@@ -289,6 +295,22 @@ impl Matcher {
             out.copy_from_slice(cg.index.slices_with_leads_upto(room));
             let skip = Skip::rest_dead(&cg.index, cg.counted_rest_dead(self.rec.scan_terminals()));
             walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, skip)?;
+        } else if let Some(room) = tabulated_room {
+            // The slice tokens that start few enough characters, plus the rest walked. The state
+            // recurs (in every value of this terminal), so the mask is cached.
+            let mut key = std::mem::take(&mut self.key);
+            let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
+            if !(keyed && cg.cached_mask(&key, out)) {
+                out.copy_from_slice(cg.index.slices_with_leads_upto(room));
+                let rest = rest_skip(&self.rec, &cg);
+                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, rest)?;
+                self.add_eos(out);
+                if keyed {
+                    cg.store_mask(&key, out);
+                }
+            }
+            self.key = key;
+            return Ok(());
         } else if !first.is_empty() {
             let mut key = std::mem::take(&mut self.key);
             let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
@@ -1069,6 +1091,36 @@ mod tests {
             vocab,
             "trig ::= '<tool_call>' | '[TOOL]'; start ::= (except!(trig) trig '{' #\"[a-z]+\" '}')* except!(trig);",
             &[b"a [TOO <tool[TOOL]{ab}Text<tool_call>{x}]"],
+        );
+    }
+
+    #[test]
+    fn short_tabulated_text_masks_equal_brute_force() {
+        // Strings bounded inside their automaton: slice tokens decided by how many characters
+        // they start (multi-byte and partial UTF-8 included), the same terminal in two places
+        // of the parse, and terminals where the characters decide (no shortcut).
+        check(
+            r#"start ::= "{\"a\": " s ", \"b\": " (s | t) "}" ; s ::= #"\"[^\"\\\x00-\x1F]{0,3}\"" | "null" ; t ::= #"\"[^\"\\\x00-\x1F]{2,5}\"" ;"#,
+            &[
+                "{\"a\": \"ab\", \"b\": \"abcd\"}".as_bytes(),
+                "{\"a\": \"é\u{1F422}\", \"b\": \"\"}".as_bytes(),
+                "{\"a\": null, \"b\": \"a b\"}".as_bytes(),
+            ],
+        );
+        check(
+            r#"start ::= "[" (#"\"[a-e]{0,3}\"" | #"[^\"\\\x00-\x1F]{0,2}") "ab\"]" ;"#,
+            &[b"[\"abc\"ab\"]", b"[abab\"]", b"[ab\"]"],
+        );
+        // The terminal can end inside slice text that the (not regular) rest goes on with: from
+        // `[`, `true` is `tru` then `e`, so characters alone do not decide.
+        check(
+            r#"start ::= "[" #"[^\"\\\x00-\x1F]{2,3}" p ; p ::= "e" p "e" | "]" ;"#,
+            &[b"[true]e", b"[ab]"],
+        );
+        // Two bounds at one place, in terminals that do not merge: the larger decides.
+        check(
+            r#"start ::= x | y ; x ::= "[" #"\"[^\"\\\x00-\x1F]{0,1}\"" p ; y ::= "[" #"\"[^\"\\\x00-\x1F]{0,3}\"" q ; p ::= "e" p "e" | "]" ; q ::= "f" q "f" | "]" ;"#,
+            &[b"[\"abc\"]", b"[\"a\"e]e"],
         );
     }
 

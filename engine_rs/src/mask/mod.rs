@@ -8,8 +8,9 @@
 //! (grammar text, options, vocabulary fingerprint) in [`grammar_cache`]. A [`Matcher`] holds one sequence's
 //! recognizer and computes bitmasks by walking the token tries with recognizer push/pop, except
 //! inside free text: a terminal state that all slice text leaves alive and in place takes every
-//! slice token wholesale, and a length-counted one the slice tokens that start few enough
-//! characters; only the other tokens are walked. In restricted free text (a URI, a pattern's
+//! slice token wholesale, and a length-counted one (or a short text whose bound is in a tabulated
+//! automaton) the slice tokens that start few enough characters; only the other tokens are
+//! walked. In restricted free text (a URI, a pattern's
 //! character class) the tokens a terminal state keeps alive whatever they contain come from one
 //! bitmask and the walk skips their subtrees ([`loops`]).
 
@@ -178,6 +179,8 @@ struct StateFacts {
     dead: Option<u64>,
     /// [`loops::inside_classes`].
     inside: Option<loops::Inside>,
+    /// [`TokenIndex::uniform_room`].
+    room: Option<Option<usize>>,
 }
 
 /// The slice tables of one terminal DFA.
@@ -506,6 +509,34 @@ impl CompiledGrammar {
                 LSym::Lit(l) if !self.index.starts_slice(lnf.literal(l)[it.state as usize]) => {}
                 LSym::Regex(d) if !self.reads_slice_first(d, it.state) => {}
                 LSym::Regex(d) if room.is_none() => room = Some(self.counted_room(d, it.state)?),
+                _ => return None,
+            }
+        }
+        room
+    }
+
+    /// Like [`CompiledGrammar::counted_text_room`], for tabulated terminals (see
+    /// [`TokenIndex::uniform_room`]): when every scanned terminal is either in such a state or a
+    /// literal or regex whose next byte starts no slice token, how many characters a slice token
+    /// may start. `None` otherwise.
+    fn tabulated_text_room(&self, scanned: impl Iterator<Item = ScanItem>) -> Option<usize> {
+        let lnf = self.grammar.lnf();
+        let mut room: Option<usize> = None;
+        for it in scanned {
+            match it.sym {
+                LSym::Lit(l) if !self.index.starts_slice(lnf.literal(l)[it.state as usize]) => {}
+                LSym::Regex(d) if !self.reads_slice_first(d, it.state) => {}
+                // Several such terminals (or one in several places of the parse): a token is
+                // allowed when one of them keeps it alive, so the largest room counts.
+                LSym::Regex(d) if !self.slice_tables(d).moves.is_empty() => {
+                    let r = self.state_fact(
+                        d,
+                        it.state,
+                        |f| &mut f.room,
+                        |dfa, tables| self.index.uniform_room(dfa, &tables.moves, it.state),
+                    )?;
+                    room = Some(room.map_or(r, |m| m.max(r)));
+                }
                 _ => return None,
             }
         }

@@ -72,6 +72,9 @@ pub struct TokenIndex {
 /// [`TokenIndex::dead_classes`] gives up (0) on closures larger than this.
 const MAX_DEAD_CLOSURE: usize = 256;
 
+/// [`TokenIndex::uniform_room`] gives up (`None`) on character layers larger than this.
+const MAX_ROOM_PAIRS: usize = 1024;
+
 /// Flag of [`TokenIndex::rest_breaks`]: the node's path is a prefix of a word of `L`.
 const BREAK_INSIDE: u64 = 1 << 63;
 
@@ -280,6 +283,65 @@ impl TokenIndex {
             })
             .collect();
         (depths, reach)
+    }
+
+    /// For state `s` of a tabulated `dfa` (e.g. a short string, `maxLength` folded into the
+    /// automaton): `R` such that slice text read from `s` keeps `dfa` alive, without reaching an
+    /// accepting state, while it starts at most `R` characters, and every lead byte of an
+    /// `R + 1`-th character kills it. A slice token is then allowed exactly when it starts at most
+    /// `R` characters (see [`TokenIndex::slices_with_leads_upto`]), as in counted text (see
+    /// [`TokenIndex::counted_tables`]). `None` when the characters decide (some kill, some do
+    /// not), when the terminal may end inside the text, or over [`MAX_ROOM_PAIRS`] pairs.
+    pub fn uniform_room(&self, dfa: &Dfa, moves: &SliceMoves, s: u32) -> Option<usize> {
+        let slice = &self.slice_dfa;
+        let cap = self.max_slice_leads();
+        // `layer`: the (terminal, slice) pairs slice text starting exactly `k` characters
+        // reaches, continuation bytes included.
+        let mut layer = vec![(s, slice.start())];
+        let mut seen: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
+        for k in 0..=cap {
+            seen.clear();
+            seen.extend(layer.iter().copied());
+            let mut next: Vec<(u32, u32)> = Vec::new();
+            let (mut live, mut dead) = (false, false);
+            let mut i = 0;
+            while i < layer.len() {
+                let (t, u) = layer[i];
+                i += 1;
+                for &(b, u2) in &moves[u as usize] {
+                    let t2 = dfa.next(t, b);
+                    if t2 != DEAD && dfa.is_accept(t2) {
+                        return None;
+                    }
+                    if is_continuation(b) {
+                        // Within the `k`-th character: a token may end on either side.
+                        if t2 == DEAD {
+                            return None;
+                        }
+                        if seen.insert((t2, u2)) {
+                            layer.push((t2, u2));
+                        }
+                    } else if t2 == DEAD {
+                        dead = true;
+                    } else {
+                        live = true;
+                        next.push((t2, u2));
+                    }
+                }
+                if layer.len() + next.len() > MAX_ROOM_PAIRS {
+                    return None;
+                }
+            }
+            match (live, dead) {
+                (false, _) => return Some(k),
+                (true, true) => return None,
+                (true, false) => {}
+            }
+            next.sort_unstable();
+            next.dedup();
+            layer = next;
+        }
+        Some(cap)
     }
 
     /// The live moves of the (terminal, slice) pair, for [`TokenIndex::slice_depth`] and
