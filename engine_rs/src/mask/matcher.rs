@@ -297,15 +297,15 @@ impl Matcher {
             walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, skip)?;
         } else if let Some(room) = tabulated_room {
             // The slice tokens that start few enough characters, plus the rest walked. The state
-            // recurs (in every value of this terminal), so the mask is cached.
+            // recurs (in every value of this terminal): the mask is cached like a walked one.
             let mut key = std::mem::take(&mut self.key);
             let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
             if !(keyed && cg.cached_mask(&key, out)) {
                 out.copy_from_slice(cg.index.slices_with_leads_upto(room));
                 let rest = rest_skip(&self.rec, &cg);
-                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, rest)?;
+                let work = walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, rest)?;
                 self.add_eos(out);
-                if keyed {
+                if keyed && work >= cg.work_worth_caching() {
                     cg.store_mask(&key, out);
                 }
             }
