@@ -54,34 +54,8 @@ impl Dfa {
         if !literal_strings(hir, &mut words, &mut ends) || words.is_empty() {
             return None;
         }
-        // The trie: `children[n]` the (byte, node) edges of node `n`, node 0 the root.
-        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
-        let mut accept = vec![false];
-        for w in &words {
-            let mut n = 0usize;
-            for &b in w {
-                n = match children[n].iter().find(|&&(c, _)| c == b) {
-                    Some(&(_, t)) => t as usize,
-                    None => {
-                        let t = children.len();
-                        children[n].push((b, t as u32));
-                        children.push(Vec::new());
-                        accept.push(false);
-                        t
-                    }
-                };
-            }
-            accept[n] = true;
-        }
-        let mut cls = [0u16; 256];
-        let mut c = 0u16;
-        for b in 1..=255usize {
-            if ends[b - 1] {
-                c += 1;
-            }
-            cls[b] = c;
-        }
-        let (classes, reps) = classes_and_reps(&cls);
+        let (children, accept) = trie(&words);
+        let (classes, reps) = classes_and_reps(&classes_at_ends(&ends));
         // Equivalent nodes merged bottom-up (children are numbered after their parents): a
         // node's class is its acceptance and its edges to classes of children, so `canon[n]`
         // names the minimal automaton's state of node `n`; with each node's distance to a
@@ -288,6 +262,14 @@ impl Dfa {
     /// optionally at most `max_len` bytes long (the bound is enforced by the recognizer using
     /// [`Dfa::min_to_accept`]).
     pub fn except(x_regex: &str, size_limit: usize) -> Result<Dfa, DfaError> {
+        if let Some(dfa) = except_literal_set(x_regex, size_limit) {
+            return dfa;
+        }
+        Dfa::except_general(x_regex, size_limit)
+    }
+
+    /// [`Dfa::except`] by `regex-automata`'s automaton of `(?s-u:.)*(?:X)`.
+    pub(super) fn except_general(x_regex: &str, size_limit: usize) -> Result<Dfa, DfaError> {
         let pattern = format!("(?s-u:.)*(?:{x_regex})");
         let ra = build_ra(&parse(&pattern, size_limit)?, size_limit)?;
         let start = ra
@@ -324,6 +306,83 @@ impl Dfa {
     }
 }
 
+/// [`Dfa::except`] of a literal set (a trigger such as `<tool_call>`): the automaton of
+/// `(?s-u:.)*(?:X)` is then the Aho-Corasick automaton of the strings (its state after some
+/// input: the longest string prefix that input ends with, one to one with the subset
+/// construction's states), built directly instead of by `regex-automata`, and explored with the
+/// UTF-8 validator over the same byte classes: the same table. `None` for other patterns.
+pub(super) fn except_literal_set(
+    x_regex: &str,
+    size_limit: usize,
+) -> Option<Result<Dfa, DfaError>> {
+    // (a pattern that does not parse alone is reported as the general construction reports it)
+    let hir = parse(x_regex, size_limit).ok()?;
+    let mut words = Vec::new();
+    let mut ends = [false; 256];
+    if !literal_strings(&hir, &mut words, &mut ends) || words.is_empty() {
+        return None;
+    }
+    if words.iter().any(Vec::is_empty) {
+        // X matches the empty string, so every string contains it: empty language.
+        return Some(Ok(Dfa::empty()));
+    }
+    // The trie, then failure links breadth-first; `found[n]`: a string ends at node `n` or at
+    // a node its failure links reach.
+    let (children, mut found) = trie(&words);
+    let child = |n: usize, b: u8| {
+        children[n]
+            .iter()
+            .find(|&&(c, _)| c == b)
+            .map(|&(_, t)| t as usize)
+    };
+    let mut fail = vec![0usize; children.len()];
+    let mut queue: Vec<usize> = children[0].iter().map(|&(_, t)| t as usize).collect();
+    let mut k = 0;
+    while k < queue.len() {
+        let n = queue[k];
+        k += 1;
+        for &(b, t) in &children[n] {
+            let t = t as usize;
+            let mut f = fail[n];
+            fail[t] = loop {
+                if let Some(g) = child(f, b) {
+                    break g;
+                }
+                if f == 0 {
+                    break 0;
+                }
+                f = fail[f];
+            };
+            found[t] |= found[fail[t]];
+            queue.push(t);
+        }
+    }
+    let step = |mut n: usize, b: u8| loop {
+        if let Some(t) = child(n, b) {
+            return t;
+        }
+        if n == 0 {
+            return 0;
+        }
+        n = fail[n];
+    };
+    let cls = classes_at_ends(&ends);
+    let (classes, reps) = product_classes(|b| (cls[b as usize] as u8, utf8::class(b) as u32));
+    let table = explore(
+        (0usize, utf8::BOUNDARY),
+        &reps,
+        |&(n, u), b| {
+            let t = step(n, b);
+            let v = utf8::next(u, b);
+            // A string of X ending here means X occurs: the except-string is dead.
+            Ok((v != utf8::INVALID && !found[t]).then_some((t, v)))
+        },
+        |(_, u)| *u == utf8::BOUNDARY,
+        size_limit,
+    );
+    Some(table.map(|t| t.finish(classes)))
+}
+
 /// Most segments [`Dfa::from_segments`] splits a pattern into.
 const MAX_SEGMENTS: usize = 8;
 
@@ -353,6 +412,43 @@ pub(super) fn parse(pattern: &str, size_limit: usize) -> Result<Hir, DfaError> {
             .map_err(|e| DfaError::Syntax(clean_regex_message(&e.to_string())))?,
     };
     Ok(simplify(hir))
+}
+
+/// The trie of `words`: each node's (byte, child) edges, node 0 the root, and whether a word
+/// ends at it.
+fn trie(words: &[Vec<u8>]) -> (Vec<Vec<(u8, u32)>>, Vec<bool>) {
+    let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+    let mut word_end = vec![false];
+    for w in words {
+        let mut n = 0usize;
+        for &b in w {
+            n = match children[n].iter().find(|&&(c, _)| c == b) {
+                Some(&(_, t)) => t as usize,
+                None => {
+                    let t = children.len();
+                    children[n].push((b, t as u32));
+                    children.push(Vec::new());
+                    word_end.push(false);
+                    t
+                }
+            };
+        }
+        word_end[n] = true;
+    }
+    (children, word_end)
+}
+
+/// Byte classes that end where `ends` says (see [`literal_strings`]), numbered in byte order.
+fn classes_at_ends(ends: &[bool; 256]) -> [u16; 256] {
+    let mut cls = [0u16; 256];
+    let mut c = 0u16;
+    for b in 1..=255usize {
+        if ends[b - 1] {
+            c += 1;
+        }
+        cls[b] = c;
+    }
+    cls
 }
 
 /// Most strings (and bytes in all) [`Dfa::from_literal_set`] takes.

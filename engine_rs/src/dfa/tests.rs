@@ -474,3 +474,33 @@ fn literal_sets_build_the_subset_constructions_table() {
         assert!(Dfa::from_literal_set(&hir, LIMIT).is_none(), "{p}");
     }
 }
+
+#[test]
+fn except_of_a_literal_set_is_the_general_constructions_table() {
+    // Triggers and stop strings: overlapping strings, a string inside another, repeated
+    // prefixes (failure links), non-ASCII bytes, case-insensitive classes.
+    let patterns = [
+        "<tool_call>",
+        "</tool_call>|<tool_call>",
+        "aab|ab|b",
+        "abab|babb",
+        "ü|über",
+        "(?i-u)stop",
+        "\\n\\n|\\n```",
+    ];
+    for p in patterns {
+        let fast = build::except_literal_set(p, LIMIT)
+            .unwrap_or_else(|| panic!("{p}: not a literal set"))
+            .unwrap();
+        let general = Dfa::except_general(p, LIMIT).unwrap();
+        assert_same_table(&fast, &general, p);
+    }
+    assert!(
+        build::except_literal_set("a|", LIMIT)
+            .unwrap()
+            .unwrap()
+            .start()
+            == DEAD
+    );
+    assert!(build::except_literal_set("a+", LIMIT).is_none());
+}
