@@ -10,12 +10,12 @@ use regex_automata::{
 };
 use std::cell::RefCell;
 
-use regex_syntax::hir::{Hir, HirKind, Repetition};
+use regex_syntax::hir::{Class, Hir, HirKind, Repetition};
 use rustc_hash::FxHashMap;
 
 use super::{
-    determinize, explore, prebuilt, product_classes, repeat, utf8, CombineBudget, Dfa, DfaError,
-    Part, UNROLL_MIN,
+    classes_and_reps, determinize, explore, prebuilt, product_classes, repeat, utf8, CombineBudget,
+    Dfa, DfaError, Explored, Part, DEAD, UNROLL_MIN,
 };
 
 impl Dfa {
@@ -30,6 +30,9 @@ impl Dfa {
     /// [`Dfa::from_regex`] without the [`prebuilt`] table.
     pub(super) fn build_regex(pattern: &str, size_limit: usize) -> Result<Dfa, DfaError> {
         let hir = parse(pattern, size_limit)?;
+        if let Some(dfa) = Dfa::from_literal_set(&hir, size_limit) {
+            return dfa;
+        }
         if let Some(dfa) = Dfa::from_bounded_repetition(&hir, size_limit) {
             return Ok(dfa);
         }
@@ -37,6 +40,93 @@ impl Dfa {
             return Ok(dfa);
         }
         Dfa::from_hir(&hir, size_limit)
+    }
+
+    /// A pattern whose language is a few literal strings (an enum's `\x22(?:a|b|c)\x22`): the
+    /// trie of the strings, minimized, which is the table the subset construction of the
+    /// pattern's NFA gives once minimized (both are the minimal automaton, numbered by first
+    /// discovery in breadth-first order over the same byte classes: those `regex-automata`
+    /// gives the NFA, split at the ends of each literal byte and class range of the pattern),
+    /// without building the NFA or hashing state sets. `None` for other patterns.
+    pub(super) fn from_literal_set(hir: &Hir, size_limit: usize) -> Option<Result<Dfa, DfaError>> {
+        let mut words = Vec::new();
+        let mut ends = [false; 256];
+        if !literal_strings(hir, &mut words, &mut ends) || words.is_empty() {
+            return None;
+        }
+        let (children, accept) = trie(&words);
+        let (classes, reps) = classes_and_reps(&classes_at_ends(&ends));
+        // Equivalent nodes merged bottom-up (children are numbered after their parents): a
+        // node's class is its acceptance and its edges to classes of children, so `canon[n]`
+        // names the minimal automaton's state of node `n`; with each node's distance to a
+        // string's end.
+        let nodes = children.len();
+        let mut canon = vec![0u32; nodes];
+        let mut dist = vec![0u32; nodes];
+        let mut by_signature: FxHashMap<(bool, Vec<(u8, u32)>), u32> = FxHashMap::default();
+        for n in (0..nodes).rev() {
+            let mut edges: Vec<(u8, u32)> = children[n]
+                .iter()
+                .map(|&(b, t)| (b, canon[t as usize]))
+                .collect();
+            edges.sort_unstable();
+            dist[n] = if accept[n] {
+                0
+            } else {
+                children[n]
+                    .iter()
+                    .map(|&(_, t)| dist[t as usize] + 1)
+                    .min()
+                    .unwrap_or(u32::MAX)
+            };
+            let next = by_signature.len() as u32;
+            canon[n] = *by_signature.entry((accept[n], edges)).or_insert(next);
+        }
+        // A representative node per state, then the table breadth-first from the root's state
+        // over the classes in order, ids on discovery (as [`explore`] numbers them).
+        let mut rep_node = vec![0usize; by_signature.len()];
+        for n in (0..nodes).rev() {
+            rep_node[canon[n] as usize] = n;
+        }
+        let stride = reps.len();
+        let per_state = stride * 4 + 40;
+        let mut id = vec![DEAD; by_signature.len()];
+        let mut queue = vec![canon[0]];
+        id[canon[0] as usize] = 1;
+        let mut trans = vec![DEAD; stride];
+        let mut acc = vec![false];
+        let mut distances = vec![u32::MAX];
+        let mut k = 0;
+        while k < queue.len() {
+            let n = rep_node[queue[k] as usize];
+            acc.push(accept[n]);
+            distances.push(dist[n]);
+            for &b in &reps {
+                let t = match children[n].iter().find(|&&(c, _)| c == b) {
+                    Some(&(_, t)) => {
+                        let state = canon[t as usize] as usize;
+                        if id[state] == DEAD {
+                            if (queue.len() + 2) * per_state > size_limit {
+                                return Some(Err(DfaError::TooBig { limit: size_limit }));
+                            }
+                            queue.push(state as u32);
+                            id[state] = queue.len() as u32;
+                        }
+                        id[state]
+                    }
+                    None => DEAD,
+                };
+                trans.push(t);
+            }
+            k += 1;
+        }
+        Some(Ok(Explored {
+            stride,
+            trans,
+            accept: acc,
+            reps,
+        }
+        .finish_as_explored_with_distances(classes, distances)))
     }
 
     /// `X{m,n}` (`n >= UNROLL_MIN`) with a prefix-free `X`, unrolled from `X`'s automaton (see
@@ -172,6 +262,14 @@ impl Dfa {
     /// optionally at most `max_len` bytes long (the bound is enforced by the recognizer using
     /// [`Dfa::min_to_accept`]).
     pub fn except(x_regex: &str, size_limit: usize) -> Result<Dfa, DfaError> {
+        if let Some(dfa) = except_literal_set(x_regex, size_limit) {
+            return dfa;
+        }
+        Dfa::except_general(x_regex, size_limit)
+    }
+
+    /// [`Dfa::except`] by `regex-automata`'s automaton of `(?s-u:.)*(?:X)`.
+    pub(super) fn except_general(x_regex: &str, size_limit: usize) -> Result<Dfa, DfaError> {
         let pattern = format!("(?s-u:.)*(?:{x_regex})");
         let ra = build_ra(&parse(&pattern, size_limit)?, size_limit)?;
         let start = ra
@@ -208,6 +306,83 @@ impl Dfa {
     }
 }
 
+/// [`Dfa::except`] of a literal set (a trigger such as `<tool_call>`): the automaton of
+/// `(?s-u:.)*(?:X)` is then the Aho-Corasick automaton of the strings (its state after some
+/// input: the longest string prefix that input ends with, one to one with the subset
+/// construction's states), built directly instead of by `regex-automata`, and explored with the
+/// UTF-8 validator over the same byte classes: the same table. `None` for other patterns.
+pub(super) fn except_literal_set(
+    x_regex: &str,
+    size_limit: usize,
+) -> Option<Result<Dfa, DfaError>> {
+    // (a pattern that does not parse alone is reported as the general construction reports it)
+    let hir = parse(x_regex, size_limit).ok()?;
+    let mut words = Vec::new();
+    let mut ends = [false; 256];
+    if !literal_strings(&hir, &mut words, &mut ends) || words.is_empty() {
+        return None;
+    }
+    if words.iter().any(Vec::is_empty) {
+        // X matches the empty string, so every string contains it: empty language.
+        return Some(Ok(Dfa::empty()));
+    }
+    // The trie, then failure links breadth-first; `found[n]`: a string ends at node `n` or at
+    // a node its failure links reach.
+    let (children, mut found) = trie(&words);
+    let child = |n: usize, b: u8| {
+        children[n]
+            .iter()
+            .find(|&&(c, _)| c == b)
+            .map(|&(_, t)| t as usize)
+    };
+    let mut fail = vec![0usize; children.len()];
+    let mut queue: Vec<usize> = children[0].iter().map(|&(_, t)| t as usize).collect();
+    let mut k = 0;
+    while k < queue.len() {
+        let n = queue[k];
+        k += 1;
+        for &(b, t) in &children[n] {
+            let t = t as usize;
+            let mut f = fail[n];
+            fail[t] = loop {
+                if let Some(g) = child(f, b) {
+                    break g;
+                }
+                if f == 0 {
+                    break 0;
+                }
+                f = fail[f];
+            };
+            found[t] |= found[fail[t]];
+            queue.push(t);
+        }
+    }
+    let step = |mut n: usize, b: u8| loop {
+        if let Some(t) = child(n, b) {
+            return t;
+        }
+        if n == 0 {
+            return 0;
+        }
+        n = fail[n];
+    };
+    let cls = classes_at_ends(&ends);
+    let (classes, reps) = product_classes(|b| (cls[b as usize] as u8, utf8::class(b) as u32));
+    let table = explore(
+        (0usize, utf8::BOUNDARY),
+        &reps,
+        |&(n, u), b| {
+            let t = step(n, b);
+            let v = utf8::next(u, b);
+            // A string of X ending here means X occurs: the except-string is dead.
+            Ok((v != utf8::INVALID && !found[t]).then_some((t, v)))
+        },
+        |(_, u)| *u == utf8::BOUNDARY,
+        size_limit,
+    );
+    Some(table.map(|t| t.finish(classes)))
+}
+
 /// Most segments [`Dfa::from_segments`] splits a pattern into.
 const MAX_SEGMENTS: usize = 8;
 
@@ -237,6 +412,143 @@ pub(super) fn parse(pattern: &str, size_limit: usize) -> Result<Hir, DfaError> {
             .map_err(|e| DfaError::Syntax(clean_regex_message(&e.to_string())))?,
     };
     Ok(simplify(hir))
+}
+
+/// The trie of `words`: each node's (byte, child) edges, node 0 the root, and whether a word
+/// ends at it.
+fn trie(words: &[Vec<u8>]) -> (Vec<Vec<(u8, u32)>>, Vec<bool>) {
+    let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+    let mut word_end = vec![false];
+    for w in words {
+        let mut n = 0usize;
+        for &b in w {
+            n = match children[n].iter().find(|&&(c, _)| c == b) {
+                Some(&(_, t)) => t as usize,
+                None => {
+                    let t = children.len();
+                    children[n].push((b, t as u32));
+                    children.push(Vec::new());
+                    word_end.push(false);
+                    t
+                }
+            };
+        }
+        word_end[n] = true;
+    }
+    (children, word_end)
+}
+
+/// Byte classes that end where `ends` says (see [`literal_strings`]), numbered in byte order.
+fn classes_at_ends(ends: &[bool; 256]) -> [u16; 256] {
+    let mut cls = [0u16; 256];
+    let mut c = 0u16;
+    for b in 1..=255usize {
+        if ends[b - 1] {
+            c += 1;
+        }
+        cls[b] = c;
+    }
+    cls
+}
+
+/// Most strings (and bytes in all) [`Dfa::from_literal_set`] takes.
+const LITERAL_SET_MAX_STRINGS: usize = 64;
+const LITERAL_SET_MAX_BYTES: usize = 1024;
+
+/// Whether `hir` matches exactly a finite set of strings, each a concatenation of literals,
+/// byte alternatives and ASCII classes, with at most [`LITERAL_SET_MAX_STRINGS`] strings of
+/// [`LITERAL_SET_MAX_BYTES`] bytes in all: then `out` holds them, and `ends[b]` says whether a
+/// byte range of the pattern (a literal byte, a class range) ends at `b` or starts at `b + 1`
+/// (the byte classes of the pattern's NFA end there).
+fn literal_strings(hir: &Hir, out: &mut Vec<Vec<u8>>, ends: &mut [bool; 256]) -> bool {
+    fn range(ends: &mut [bool; 256], start: u8, end: u8) {
+        if start > 0 {
+            ends[usize::from(start) - 1] = true;
+        }
+        ends[usize::from(end)] = true;
+    }
+    fn set(hir: &Hir, ends: &mut [bool; 256]) -> Option<Vec<Vec<u8>>> {
+        let fits = |v: &Vec<Vec<u8>>| {
+            v.len() <= LITERAL_SET_MAX_STRINGS
+                && v.iter().map(Vec::len).sum::<usize>() <= LITERAL_SET_MAX_BYTES
+        };
+        let out = match hir.kind() {
+            HirKind::Empty => vec![Vec::new()],
+            HirKind::Literal(lit) => {
+                for &b in lit.0.iter() {
+                    range(ends, b, b);
+                }
+                vec![lit.0.to_vec()]
+            }
+            HirKind::Class(Class::Bytes(c)) => {
+                let mut v = Vec::new();
+                for r in c.ranges() {
+                    if usize::from(r.end() - r.start()) >= LITERAL_SET_MAX_STRINGS {
+                        return None;
+                    }
+                    range(ends, r.start(), r.end());
+                    v.extend((r.start()..=r.end()).map(|b| vec![b]));
+                }
+                v
+            }
+            HirKind::Class(Class::Unicode(c)) => {
+                let mut v = Vec::new();
+                for r in c.ranges() {
+                    if !r.end().is_ascii()
+                        || (r.end() as u32 - r.start() as u32) as usize >= LITERAL_SET_MAX_STRINGS
+                    {
+                        return None;
+                    }
+                    range(ends, r.start() as u8, r.end() as u8);
+                    v.extend((r.start() as u8..=r.end() as u8).map(|b| vec![b]));
+                }
+                v
+            }
+            HirKind::Capture(c) => set(&c.sub, ends)?,
+            HirKind::Concat(items) => {
+                let mut acc = vec![Vec::new()];
+                for item in items {
+                    let tails = set(item, ends)?;
+                    if acc.len() * tails.len() > LITERAL_SET_MAX_STRINGS {
+                        return None;
+                    }
+                    acc = acc
+                        .iter()
+                        .flat_map(|head| {
+                            tails.iter().map(move |t| {
+                                let mut w = head.clone();
+                                w.extend_from_slice(t);
+                                w
+                            })
+                        })
+                        .collect();
+                    if !fits(&acc) {
+                        return None;
+                    }
+                }
+                acc
+            }
+            HirKind::Alternation(alts) => {
+                let mut v = Vec::new();
+                for a in alts {
+                    v.extend(set(a, ends)?);
+                    if !fits(&v) {
+                        return None;
+                    }
+                }
+                v
+            }
+            HirKind::Look(_) | HirKind::Repetition(_) => return None,
+        };
+        fits(&out).then_some(out)
+    }
+    match set(hir, ends) {
+        Some(v) => {
+            *out = v;
+            true
+        }
+        None => false,
+    }
 }
 
 /// Compiles and determinizes a parsed pattern with `regex-automata`, each stage under

@@ -316,3 +316,15 @@ impl Dfa {
         }
     }
 }
+
+/// Asserts that two automata have the same table: classes, transitions, acceptance, start and
+/// derived tables (a fast construction against the general one; `what` names the case).
+#[cfg(test)]
+pub(crate) fn assert_same_table(fast: &Dfa, general: &Dfa, what: &str) {
+    assert_eq!(fast.classes, general.classes, "{what}");
+    assert_eq!(fast.trans, general.trans, "{what}");
+    assert_eq!(fast.accept, general.accept, "{what}");
+    assert_eq!(fast.start, general.start, "{what}");
+    assert_eq!(fast.live_bytes, general.live_bytes, "{what}");
+    assert_eq!(fast.min_to_accept, general.min_to_accept, "{what}");
+}

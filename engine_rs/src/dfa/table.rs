@@ -22,11 +22,15 @@ pub(super) struct Explored {
 /// Byte classes of a product automaton: bytes with equal `key` (their classes in each factor)
 /// share a class. Returns the classes and one representative byte per class.
 pub(super) fn product_classes(key: impl Fn(u8) -> (u8, u32)) -> ([u8; 256], Vec<u8>) {
+    // (each byte's key computed once)
     let mut cls = [0u16; 256];
+    let mut second = [0u32; 256];
     for b in 0..=255u8 {
-        cls[b as usize] = u16::from(key(b).0);
+        let (first, k) = key(b);
+        cls[b as usize] = u16::from(first);
+        second[b as usize] = k;
     }
-    refine_classes(&mut cls, |b| key(b).1);
+    refine_classes(&mut cls, |b| second[b as usize]);
     classes_and_reps(&cls)
 }
 

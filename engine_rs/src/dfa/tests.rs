@@ -442,3 +442,65 @@ fn refined_classes_match_a_pair_map() {
         assert_eq!(cls, expect, "round {round}");
     }
 }
+
+#[test]
+fn literal_sets_build_the_subset_constructions_table() {
+    // Enums as the schema translator writes them, alternatives that regex-syntax turns into
+    // classes or factors, and nested alternations: the trie construction must give the table
+    // (classes, numbering, distances) that determinizing the pattern's NFA gives.
+    let patterns = [
+        r#"\x22(?:high|celsius|low)\x22"#,
+        r#"\x22(?:a|b|low)\x22"#,
+        r#"\x22(?:a|b|c|asc|desc)\x22"#,
+        r#"a|ab|abc|b"#,
+        r#"(?:x|y)(?:1|22|333)"#,
+        r#"[a-c]z|q"#,
+        r#"true|false|null"#,
+        r#"\x22(?:caf\xc3\xa9|na\xc3\xafve)\x22"#,
+        r#"(?:)|a"#,
+        r#"[0-9]"#,
+    ];
+    for p in patterns {
+        let hir = build::parse(p, LIMIT).unwrap();
+        let fast = Dfa::from_literal_set(&hir, LIMIT)
+            .unwrap_or_else(|| panic!("{p}: not a literal set"))
+            .unwrap();
+        let slow = Dfa::from_hir(&hir, LIMIT).unwrap();
+        assert_same_table(&fast, &slow, p);
+    }
+    // Repetitions, non-ASCII classes and large sets take the ordinary construction.
+    for p in [r"a+", r"[a-z]{2}", r"x*|y", "é|ü|e", r"[\x00-\x7f]"] {
+        let hir = build::parse(p, LIMIT).unwrap();
+        assert!(Dfa::from_literal_set(&hir, LIMIT).is_none(), "{p}");
+    }
+}
+
+#[test]
+fn except_of_a_literal_set_is_the_general_constructions_table() {
+    // Triggers and stop strings: overlapping strings, a string inside another, repeated
+    // prefixes (failure links), non-ASCII bytes, case-insensitive classes.
+    let patterns = [
+        "<tool_call>",
+        "</tool_call>|<tool_call>",
+        "aab|ab|b",
+        "abab|babb",
+        "ü|über",
+        "(?i-u)stop",
+        "\\n\\n|\\n```",
+    ];
+    for p in patterns {
+        let fast = build::except_literal_set(p, LIMIT)
+            .unwrap_or_else(|| panic!("{p}: not a literal set"))
+            .unwrap();
+        let general = Dfa::except_general(p, LIMIT).unwrap();
+        assert_same_table(&fast, &general, p);
+    }
+    assert!(
+        build::except_literal_set("a|", LIMIT)
+            .unwrap()
+            .unwrap()
+            .start()
+            == DEAD
+    );
+    assert!(build::except_literal_set("a+", LIMIT).is_none());
+}

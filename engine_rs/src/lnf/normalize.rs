@@ -43,14 +43,18 @@ pub fn normalize(bnf: &mut Bnf, opts: &CompileOptions) -> Result<bool, Diagnosti
     remove_unit_rules(bnf);
     check_size(bnf, opts)?;
     // Inlining creates new literal runs and terminal alternations, so run the trio twice.
+    // (`remove_useless` only after a pass changed something: on a reduced grammar it is a no-op,
+    // and each call walks every production.)
     for _ in 0..2 {
-        merge_literal_runs(bnf);
-        merge_terminal_alternations(bnf, &mut merger);
-        inline_single_terminals(bnf);
-        remove_useless(bnf);
+        let mut changed = merge_literal_runs(bnf);
+        changed |= merge_terminal_alternations(bnf, &mut merger);
+        changed |= inline_single_terminals(bnf);
+        if changed {
+            remove_useless(bnf);
+        }
     }
+    // (removes what its merges make useless itself)
     merge_equal_nonterminals(bnf);
-    remove_useless(bnf);
     check_size(bnf, opts)?;
     Ok(start_nullable)
 }
@@ -170,6 +174,13 @@ fn eliminate_nullable(bnf: &mut Bnf) -> bool {
         let alts = std::mem::take(&mut bnf.rules[nt]);
         let mut out = UniqueProductions::default();
         for alt in alts {
+            if !alt.iter().any(|&s| is_nullable(bnf, &nullable, s)) {
+                // (the one variant: the production itself, unless empty)
+                if !alt.is_empty() {
+                    out.push(alt);
+                }
+                continue;
+            }
             let positions: Vec<usize> = (0..alt.len())
                 .filter(|&k| is_nullable(bnf, &nullable, alt[k]))
                 .collect();
@@ -225,31 +236,12 @@ fn terminal_productive(bnf: &Bnf, s: Sym) -> bool {
 fn remove_useless(bnf: &mut Bnf) {
     let n = bnf.rules.len();
     let opaque = bnf.opaque();
-    let mut productive = vec![false; n];
-    let sym_ok = |bnf: &Bnf, productive: &[bool], s: Sym| match s {
+    let terminals = TerminalsProductive::of(bnf);
+    let productive = productive_set(bnf, &opaque, &terminals);
+    let sym_ok = |_: &Bnf, productive: &[bool], s: Sym| match s {
         Sym::Nt(m) => productive[m as usize],
-        t => terminal_productive(bnf, t),
+        t => terminals.get(t),
     };
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for nt in 0..n {
-            if productive[nt] {
-                continue;
-            }
-            let ok = if opaque[nt] {
-                any_order_productive(bnf, nt as u32, |s| sym_ok(bnf, &productive, s))
-            } else {
-                bnf.rules[nt]
-                    .iter()
-                    .any(|alt| alt.iter().all(|&s| sym_ok(bnf, &productive, s)))
-            };
-            if ok {
-                productive[nt] = true;
-                changed = true;
-            }
-        }
-    }
     for a in 0..bnf.any_orders.len() {
         let (nt, skip) = (
             bnf.any_orders[a].nt as usize,
@@ -304,11 +296,10 @@ fn remove_useless(bnf: &mut Bnf) {
             }
             continue;
         }
-        let keep: Vec<Vec<Sym>> = std::mem::take(&mut bnf.rules[nt])
-            .into_iter()
-            .filter(|alt| alt.iter().all(|&s| sym_ok(bnf, &productive, s)))
-            .collect();
-        bnf.rules[nt] = keep;
+        // (in place: most productions stay)
+        let mut alts = std::mem::take(&mut bnf.rules[nt]);
+        alts.retain(|alt| alt.iter().all(|&s| sym_ok(bnf, &productive, s)));
+        bnf.rules[nt] = alts;
     }
     let reachable = reachable(bnf);
     for (rules, &keep) in bnf.rules.iter_mut().zip(&reachable) {
@@ -316,6 +307,128 @@ fn remove_useless(bnf: &mut Bnf) {
             rules.clear();
         }
     }
+}
+
+/// Whether each terminal derives some text ([`terminal_productive`]), computed once per pass
+/// for the regex and `except!` terminals (literals always do).
+struct TerminalsProductive {
+    regexes: Vec<bool>,
+    excepts: Vec<bool>,
+}
+
+impl TerminalsProductive {
+    fn of(bnf: &Bnf) -> TerminalsProductive {
+        TerminalsProductive {
+            regexes: (0..bnf.regexes.len() as u32)
+                .map(|r| terminal_productive(bnf, Sym::Regex(r)))
+                .collect(),
+            excepts: (0..bnf.excepts.len() as u32)
+                .map(|e| terminal_productive(bnf, Sym::Except(e)))
+                .collect(),
+        }
+    }
+
+    fn get(&self, s: Sym) -> bool {
+        match s {
+            Sym::Nt(_) => false,
+            Sym::Lit(_) => true,
+            Sym::Regex(r) => self.regexes[r as usize],
+            Sym::Except(e) => self.excepts[e as usize],
+        }
+    }
+}
+
+/// The productive nonterminals (those deriving some text), by a work list: each production
+/// counts its nonterminal occurrences not yet known productive, and a nonterminal found
+/// productive decrements the counts of the productions it occurs in (an `any_order!`
+/// nonterminal, productive by its own rule, is checked again when one of its symbols is found
+/// productive). Linear in the grammar, where a fixpoint over all rules takes one pass per level
+/// of nesting.
+fn productive_set(bnf: &Bnf, opaque: &[bool], terminals: &TerminalsProductive) -> Vec<bool> {
+    let n = bnf.rules.len();
+    const NEVER: u32 = u32::MAX;
+    // Productions numbered globally: `owner[k]` the nonterminal of production `k`, `missing[k]`
+    // its nonterminal occurrences not known productive (`NEVER`: it has a terminal that derives
+    // nothing, or it is the placeholder of an `any_order!`).
+    let mut owner: Vec<u32> = Vec::new();
+    let mut missing: Vec<u32> = Vec::new();
+    // Occurrences of each nonterminal, as production numbers, in compressed rows.
+    let mut count = vec![0u32; n + 1];
+    for alts in &bnf.rules {
+        for s in alts.iter().flatten() {
+            if let Sym::Nt(m) = *s {
+                count[m as usize + 1] += 1;
+            }
+        }
+    }
+    for i in 0..n {
+        count[i + 1] += count[i];
+    }
+    let mut fill = count.clone();
+    let mut users = vec![0u32; count[n] as usize];
+    let mut productive = vec![false; n];
+    let mut queue: Vec<u32> = Vec::new();
+    for (nt, alts) in bnf.rules.iter().enumerate() {
+        for alt in alts {
+            let k = owner.len() as u32;
+            owner.push(nt as u32);
+            let mut need = 0u32;
+            let mut dead = opaque[nt];
+            for &s in alt {
+                match s {
+                    Sym::Nt(m) => {
+                        users[fill[m as usize] as usize] = k;
+                        fill[m as usize] += 1;
+                        need += 1;
+                    }
+                    t => dead |= !terminals.get(t),
+                }
+            }
+            missing.push(if dead { NEVER } else { need });
+            if !dead && need == 0 && !productive[nt] {
+                productive[nt] = true;
+                queue.push(nt as u32);
+            }
+        }
+        if opaque[nt]
+            && !productive[nt]
+            && any_order_productive(bnf, nt as u32, |s| match s {
+                Sym::Nt(_) => false,
+                t => terminals.get(t),
+            })
+        {
+            productive[nt] = true;
+            queue.push(nt as u32);
+        }
+    }
+    while let Some(m) = queue.pop() {
+        for &k in &users[count[m as usize] as usize..count[m as usize + 1] as usize] {
+            let nt = owner[k as usize] as usize;
+            if productive[nt] {
+                continue;
+            }
+            if opaque[nt] {
+                let ok = any_order_productive(bnf, nt as u32, |s| match s {
+                    Sym::Nt(x) => productive[x as usize],
+                    t => terminals.get(t),
+                });
+                if ok {
+                    productive[nt] = true;
+                    queue.push(nt as u32);
+                }
+                continue;
+            }
+            let left = &mut missing[k as usize];
+            if *left != NEVER {
+                *left -= 1;
+                if *left == 0 {
+                    productive[nt] = true;
+                    queue.push(nt as u32);
+                }
+            }
+        }
+    }
+    productive
 }
 
 /// Whether the `any_order!` nonterminal `nt` derives some text, given which symbols do (`ok`):
@@ -384,10 +497,12 @@ fn reachable(bnf: &Bnf) -> Vec<bool> {
 fn remove_unit_rules(bnf: &mut Bnf) {
     let n = bnf.rules.len();
     let opaque = bnf.opaque();
-    let mut new_rules: Vec<Vec<Vec<Sym>>> = Vec::with_capacity(n);
+    let unit = |alt: &Vec<Sym>| matches!(alt.as_slice(), [Sym::Nt(y)] if !opaque[*y as usize]);
+    // The closures read the rules as they were: computed for every nonterminal with a unit
+    // production first, then put in place (most rules have none and are only deduplicated).
+    let mut closed: Vec<(usize, Vec<Vec<Sym>>)> = Vec::new();
     for nt in 0..n {
-        if opaque[nt] {
-            new_rules.push(bnf.rules[nt].clone());
+        if opaque[nt] || !bnf.rules[nt].iter().any(unit) {
             continue;
         }
         // Unit closure of nt by DFS (an `any_order!` nonterminal stays a symbol of its own).
@@ -409,16 +524,34 @@ fn remove_unit_rules(bnf: &mut Bnf) {
                 }
             }
         }
-        new_rules.push(out.into_vec());
+        closed.push((nt, out.into_vec()));
     }
-    bnf.rules = new_rules;
+    for nt in (0..n).filter(|&nt| !opaque[nt]) {
+        dedup_productions(&mut bnf.rules[nt]);
+    }
+    for (nt, alts) in closed {
+        bnf.rules[nt] = alts;
+    }
     remove_useless(bnf);
 }
 
+/// Drops the repeats of productions, keeping the first of each (moved, not copied).
+fn dedup_productions(alts: &mut Vec<Vec<Sym>>) {
+    if alts.len() < 2 {
+        return;
+    }
+    let mut out = UniqueProductions::default();
+    for alt in std::mem::take(alts) {
+        out.push(alt);
+    }
+    *alts = out.into_vec();
+}
+
 /// The single-terminal alternatives of a nonterminal (`A ::= 'x' | #"y" | ...`) become one regex
-/// terminal: one DFA instead of one Earley item per alternative.
-fn merge_terminal_alternations(bnf: &mut Bnf, merger: &mut Merger) {
+/// terminal: one DFA instead of one Earley item per alternative. Returns whether one did.
+fn merge_terminal_alternations(bnf: &mut Bnf, merger: &mut Merger) -> bool {
     let opaque = bnf.opaque();
+    let mut changed = false;
     for nt in (0..bnf.rules.len()).filter(|&nt| !opaque[nt]) {
         let single = |a: &Vec<Sym>| matches!(a.as_slice(), [Sym::Lit(_)] | [Sym::Regex(_)]);
         let count = bnf.rules[nt].iter().filter(|a| single(a)).count();
@@ -440,8 +573,10 @@ fn merge_terminal_alternations(bnf: &mut Bnf, merger: &mut Merger) {
                 .collect();
             alts.push(vec![Sym::Regex(id)]);
             bnf.rules[nt] = alts;
+            changed = true;
         }
     }
+    changed
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -675,9 +810,10 @@ fn collapse_right_linear(bnf: &mut Bnf, merger: &mut Merger) {
 }
 
 /// Substitutes nonterminals defined by a single one-terminal production (not `except!`, which must
-/// stay first in its own production) into their uses.
-fn inline_single_terminals(bnf: &mut Bnf) {
+/// stay first in its own production) into their uses; returns whether it substituted any.
+fn inline_single_terminals(bnf: &mut Bnf) -> bool {
     let opaque = bnf.opaque();
+    let mut changed = false;
     let subst: Vec<Option<Sym>> = bnf
         .rules
         .iter()
@@ -696,11 +832,13 @@ fn inline_single_terminals(bnf: &mut Bnf) {
                 if let Sym::Nt(m) = *s {
                     if let Some(t) = subst[m as usize] {
                         *s = t;
+                        changed = true;
                     }
                 }
             }
         }
     }
+    changed
 }
 
 /// Replaces each run of two or more adjacent literal/regex terminals containing a regex by one regex
@@ -790,12 +928,22 @@ impl RegexUses {
     }
 }
 
-fn merge_literal_runs(bnf: &mut Bnf) {
+/// Merges adjacent literals; returns whether a production changed (or repeated another).
+fn merge_literal_runs(bnf: &mut Bnf) -> bool {
     let opaque = bnf.opaque();
+    let mut changed = false;
     for nt in (0..bnf.rules.len()).filter(|&nt| !opaque[nt]) {
         let alts = std::mem::take(&mut bnf.rules[nt]);
+        let count = alts.len();
         let mut out = UniqueProductions::default();
         for alt in alts {
+            if !alt
+                .windows(2)
+                .any(|w| matches!(w, [Sym::Lit(_), Sym::Lit(_)]))
+            {
+                out.push(alt);
+                continue;
+            }
             let mut merged: Vec<Sym> = Vec::with_capacity(alt.len());
             for s in alt {
                 if let (Sym::Lit(b), Some(Sym::Lit(a))) = (s, merged.last().copied()) {
@@ -807,38 +955,47 @@ fn merge_literal_runs(bnf: &mut Bnf) {
                     merged.push(s);
                 }
             }
+            changed = true;
             out.push(merged);
         }
-        bnf.rules[nt] = out.into_vec();
+        let alts = out.into_vec();
+        changed |= alts.len() != count;
+        bnf.rules[nt] = alts;
     }
+    changed
 }
 
 /// Nonterminals with identical (sorted) production sets are merged, to a fixpoint.
-fn merge_equal_nonterminals(bnf: &mut Bnf) {
+fn merge_equal_nonterminals(bnf: &mut Bnf) -> bool {
+    let mut merged = false;
     for _ in 0..16 {
-        let mut canon: FxHashMap<Vec<Vec<Sym>>, u32> = FxHashMap::default();
         let mut map: Vec<u32> = (0..bnf.rules.len() as u32).collect();
         let mut changed = false;
-        let opaque = bnf.opaque();
-        for (nt, slot) in map.iter_mut().enumerate() {
-            if bnf.rules[nt].is_empty() || opaque[nt] {
-                continue;
-            }
-            let mut key = bnf.rules[nt].clone();
-            key.sort();
-            match canon.get(&key) {
-                Some(&rep) if nt as u32 != bnf.start => {
-                    *slot = rep;
-                    changed = true;
+        {
+            // (keys borrow the productions, sorted by reference: nothing is copied)
+            let mut canon: FxHashMap<Vec<&[Sym]>, u32> = FxHashMap::default();
+            let opaque = bnf.opaque();
+            for (nt, slot) in map.iter_mut().enumerate() {
+                if bnf.rules[nt].is_empty() || opaque[nt] {
+                    continue;
                 }
-                _ => {
-                    canon.insert(key, nt as u32);
+                let mut key: Vec<&[Sym]> = bnf.rules[nt].iter().map(Vec::as_slice).collect();
+                key.sort_unstable();
+                match canon.get(&key) {
+                    Some(&rep) if nt as u32 != bnf.start => {
+                        *slot = rep;
+                        changed = true;
+                    }
+                    _ => {
+                        canon.insert(key, nt as u32);
+                    }
                 }
             }
         }
         if !changed {
-            return;
+            return merged;
         }
+        merged = true;
         for alts in bnf.rules.iter_mut() {
             for alt in alts.iter_mut() {
                 for s in alt.iter_mut() {
@@ -847,14 +1004,11 @@ fn merge_equal_nonterminals(bnf: &mut Bnf) {
                     }
                 }
             }
-            let mut unique = UniqueProductions::default();
-            for alt in std::mem::take(alts) {
-                unique.push(alt);
-            }
-            *alts = unique.into_vec();
+            dedup_productions(alts);
         }
         remove_useless(bnf);
     }
+    merged
 }
 
 #[cfg(test)]
