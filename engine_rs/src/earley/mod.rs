@@ -96,6 +96,9 @@ pub struct Recognizer {
     /// of their values (see [`unique`]). Without, both stay empty.
     input: Vec<u8>,
     keeps_input: bool,
+    /// With `unique!` or `any_order!` member sets: the interner grows while sets are built (a
+    /// rollback or a refused byte truncates it).
+    interns: bool,
     interner: Interner,
     scratch: Scratch,
 }
@@ -128,6 +131,11 @@ struct Scratch {
     item_value: Option<(u32, u32)>,
     canon: Vec<u8>,
     error: Option<EngineError>,
+    /// `any_order!` member sets: the `(nonterminal, set)` whose members `member_bits` holds, and
+    /// whether that nonterminal may end with them (see `Build::advance_over_members`).
+    member_value: Option<(u32, u32)>,
+    member_bits: Vec<u64>,
+    member_closes: bool,
 }
 
 impl Recognizer {
@@ -135,6 +143,7 @@ impl Recognizer {
     pub fn new(grammar: Arc<Grammar>) -> Recognizer {
         let n = grammar.lnf.nt_count();
         let grammar_has_unique = grammar.lnf.has_unique();
+        let interns = grammar_has_unique || grammar.lnf.has_member_sets();
         let mut r = Recognizer {
             grammar,
             items: Vec::new(),
@@ -144,6 +153,7 @@ impl Recognizer {
             sets_after_compaction: 1,
             input: Vec::new(),
             keeps_input: grammar_has_unique,
+            interns,
             interner: Interner::default(),
             scratch: Scratch {
                 predicted: vec![0; n],
@@ -251,6 +261,8 @@ impl Recognizer {
         self.leo.truncate(last.leo_end as usize);
         if self.keeps_input {
             self.input.truncate(len);
+        }
+        if self.interns {
             self.interner.truncate(last.mark);
         }
         true
@@ -342,20 +354,25 @@ impl Recognizer {
                 return Ok(accepted);
             }
         }
-        if self.keeps_input {
+        if self.interns {
             return self.feed_keeping_input(set, byte);
         }
         self.build_next(set, byte)
     }
 
-    /// [`Recognizer::try_feed_byte`] in a grammar with `unique!`: the byte joins the input
-    /// while the set is built, and leaves it (the interner back at `set`'s mark) on failure.
+    /// [`Recognizer::try_feed_byte`] in a grammar with `unique!` or member sets: the byte joins
+    /// the input (with `unique!`) while the set is built, and leaves it (the interner back at
+    /// `set`'s mark) on failure.
     #[inline(never)]
     fn feed_keeping_input(&mut self, set: SetInfo, byte: u8) -> Result<bool, EngineError> {
-        self.input.push(byte);
+        if self.keeps_input {
+            self.input.push(byte);
+        }
         let result = self.build_next(set, byte);
         if !matches!(result, Ok(true)) {
-            self.input.pop();
+            if self.keeps_input {
+                self.input.pop();
+            }
             self.interner.truncate(set.mark);
         }
         result
@@ -504,6 +521,7 @@ impl Recognizer {
         s.done.clear();
         s.completions.clear();
         s.item_value = None;
+        s.member_value = None;
         s.error = None;
         s.stamp = s.stamp.wrapping_add(1);
         if s.stamp == 0 {
@@ -692,7 +710,16 @@ impl Recognizer {
                 let c = canon(&mut origins, it.start);
                 key.extend_from_slice(&[it.pos, c]);
                 if let Some(p) = lnf.param_pos(it.pos) {
-                    if lnf.unique(p.lhs).is_none() {
+                    let ao = lnf.any_order(p.lhs);
+                    if ao.is_some_and(|a| a.sets.is_some()) {
+                        // (the members read and their count, which ids do not say: ids depend
+                        // on history)
+                        let mut members: Vec<u32> = self.interner.members(it.state).collect();
+                        members.sort_unstable();
+                        key.push(self.interner.member_count(it.state));
+                        key.push(members.len() as u32);
+                        key.extend_from_slice(&members);
+                    } else if lnf.unique(p.lhs).is_none() {
                         // (the members an `any_order!` item has read; the position says it has
                         // them)
                         key.push(it.state);
