@@ -688,6 +688,8 @@ impl Recognizer {
         key.push(self.is_complete() as u32);
         // `unique!` sets met so far, numbered in discovery order (ids depend on history).
         let mut sets_seen: Vec<u32> = Vec::new();
+        // `any_order!` member sets likewise (the items of one object mostly share one set).
+        let mut members_seen: Vec<u32> = Vec::new();
         let mut q = 0;
         while q < origins.len() {
             let j = origins[q];
@@ -712,13 +714,7 @@ impl Recognizer {
                 if let Some(p) = lnf.param_pos(it.pos) {
                     let ao = lnf.any_order(p.lhs);
                     if ao.is_some_and(|a| a.sets.is_some()) {
-                        // (the members read and their count, which ids do not say: ids depend
-                        // on history)
-                        let mut members: Vec<u32> = self.interner.members(it.state).collect();
-                        members.sort_unstable();
-                        key.push(self.interner.member_count(it.state));
-                        key.push(members.len() as u32);
-                        key.extend_from_slice(&members);
+                        self.member_key(key, &mut members_seen, it.state);
                     } else if lnf.unique(p.lhs).is_none() {
                         // (the members an `any_order!` item has read; the position says it has
                         // them)
@@ -784,12 +780,9 @@ impl Recognizer {
     /// Writes the `unique!` set `set` into a state key: its number among the sets of the key
     /// so far, and at its first mention its values' canonical forms, sorted.
     fn unique_key(&self, key: &mut Vec<u32>, seen: &mut Vec<u32>, set: u32) {
-        if let Some(k) = seen.iter().position(|&x| x == set) {
-            key.push(k as u32);
+        if !first_mention(key, seen, set) {
             return;
         }
-        seen.push(set);
-        key.push(seen.len() as u32 - 1);
         let mut forms: Vec<&[u8]> = self
             .interner
             .values(set)
@@ -800,6 +793,20 @@ impl Recognizer {
         for f in forms {
             push_bytes(key, f);
         }
+    }
+
+    /// Writes the `any_order!` member set `set` into a state key: its number among the member
+    /// sets of the key so far, and at its first mention the count of members read and the
+    /// members, sorted (ids depend on history, sets do not).
+    fn member_key(&self, key: &mut Vec<u32>, seen: &mut Vec<u32>, set: u32) {
+        if !first_mention(key, seen, set) {
+            return;
+        }
+        let mut members: Vec<u32> = self.interner.members(set).collect();
+        members.sort_unstable();
+        key.push(self.interner.member_count(set));
+        key.push(members.len() as u32);
+        key.extend_from_slice(&members);
     }
 
     /// The Leo entries of set `j`.
@@ -944,6 +951,18 @@ impl Recognizer {
         let s = self.sets.last().expect("at least one set");
         (s.end - s.start) as usize
     }
+}
+
+/// Writes the number of interned set `set` among those `seen` so far in a state key (a new
+/// one joins them); returns whether this is its first mention (then its content follows).
+fn first_mention(key: &mut Vec<u32>, seen: &mut Vec<u32>, set: u32) -> bool {
+    if let Some(k) = seen.iter().position(|&x| x == set) {
+        key.push(k as u32);
+        return false;
+    }
+    seen.push(set);
+    key.push(seen.len() as u32 - 1);
+    true
 }
 
 /// Appends `bytes` to a key: their length, then four to a value.
