@@ -274,7 +274,6 @@ impl Build<'_> {
     /// with the member set `value`: `X ::= . X sep m_i` goes on (holding the set) when another
     /// member may be read and `m_i` may occur again, any other item once every required member
     /// is in the set and enough members were read.
-    #[cold]
     fn advance_over_members(&mut self, it: Item, lhs: u32, m: MemberSets, value: u32, here: u32) {
         if self.s.member_value != Some((lhs, value)) {
             let words = (m.members as usize).div_ceil(64);
