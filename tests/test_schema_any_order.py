@@ -43,6 +43,20 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "additionalProperties": False,
     },
     "all_optional": {**BASE, "required": [], "additionalProperties": False},
+    "counted": {
+        **BASE,
+        "additionalProperties": {"type": "integer"},
+        "minProperties": 3,
+        "maxProperties": 4,
+    },
+    "at_most_two": {
+        **BASE,
+        "required": [],
+        "additionalProperties": {"type": "integer"},
+        "minProperties": 1,
+        "maxProperties": 2,
+    },
+    "at_least_three": {**BASE, "required": ["a"], "minProperties": 3},
     "one_named_and_others": {
         "type": "object",
         "properties": {"a": {"type": "integer"}},
@@ -136,25 +150,45 @@ def test_default_order_is_unchanged_and_options_are_checked() -> None:
         to_kbnf(schema, property_order="sorted")
 
 
-def test_objects_beyond_any_order_keep_the_schema_order() -> None:
-    """Counting and more than 32 named properties fall back to the schema's order (sound)."""
-    counted = {**SCHEMAS["closed"], "minProperties": 2}
-    many = {
+@pytest.mark.parametrize("counts", [{}, {"minProperties": 30, "maxProperties": 36}])
+def test_more_than_32_named_properties_against_jsonschema(counts: dict[str, int]) -> None:
+    """Objects with many named properties (and counts) take them in any order too: random
+    subsets in random orders, other keys among them, checked against ``jsonschema``."""
+    schema = {
         "type": "object",
-        "properties": {f"k{i}": {"type": "integer"} for i in range(33)},
-        "required": ["k0", "k32"],
+        "properties": {f"k{i}": {"type": "integer"} for i in range(40)},
+        "required": ["k0", "k17", "k39"],
+        "patternProperties": {"^x": {"type": "string"}},
+        "additionalProperties": False,
+        **counts,
     }
-    for schema, ordered, reordered in [
-        (counted, b'{"a": 1, "b": "s"}', b'{"b": "s", "a": 1}'),
-        (many, b'{"k0": 1, "k32": 2}', b'{"k32": 2, "k0": 1}'),
-    ]:
-        g = so.compile_grammar(to_kbnf(schema, property_order="any"))
-        assert g.accepts(ordered) and not g.accepts(reordered)
+    tr = translate(schema, property_order="any")
+    assert "any_order!" in tr.kbnf
+    g = so.compile_grammar(tr.kbnf)
+    validator = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(35)
+    pool = [*schema["properties"], "x1", "x2", "y"]
+    valid = 0
+    for _ in range(300):
+        size = rng.choice([rng.randint(1, len(pool)), rng.randint(26, 36)])
+        keys = rng.sample(pool, size)
+        if rng.random() < 0.7:  # (mostly with the required ones)
+            keys += [k for k in ("k0", "k17", "k39") if k not in keys]
+            rng.shuffle(keys)
+        doc: dict[str, Any] = {k: ("s" if k[0] == "x" else 1) for k in keys}
+        if rng.random() < 0.1:
+            doc[keys[0]] = "wrong" if keys[0][0] == "k" else 1
+        ok = validator.is_valid(doc)
+        valid += ok
+        assert g.accepts(tr.layout.dumps(doc).encode()) == ok, (doc, ok)
+    assert valid >= 30, valid
 
 
-def test_masks_are_exact_in_every_order() -> None:
+@pytest.mark.parametrize("counts", [{}, {"minProperties": 2, "maxProperties": 2}])
+def test_masks_are_exact_in_every_order(counts: dict[str, int]) -> None:
     """One compiled grammar (one mask cache) for documents whose states differ only in the keys
-    read so far: a mask cached for one set of keys must never answer for another."""
+    read so far: a mask cached for one set of keys must never answer for another. With counts,
+    no mask leads to a dead end (after ``{"a": 1, "b": 9``, only ``}``)."""
     vocab = small_vocab()
     tokenize = fewest_tokens(vocab)
     schema = {
@@ -162,10 +196,12 @@ def test_masks_are_exact_in_every_order() -> None:
         "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "d": {"type": "null"}},
         "required": ["a"],
         "additionalProperties": False,
+        **counts,
     }
     g = so.compile_json_schema(schema, vocab, property_order="any")
     rng = random.Random(5)
     docs = [{"a": 1, "b": 9}, {"b": 9, "a": 1}, {"d": None, "a": 10}, {"b": 0, "d": None, "a": 1}]
+    docs = [d for d in docs if len(d) <= counts.get("maxProperties", 3)]
     for doc in docs * 2:  # the second round meets cached masks
         text = json.dumps(doc).encode()
         tokens = tokenize(text)

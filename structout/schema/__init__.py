@@ -413,4 +413,4 @@ def _canonical_json_iterative(value: Any) -> str:
 
 
 # Bump when the emitted grammar for an unchanged schema changes (invalidates caches).
-_TRANSLATOR_REVISION = 7
+_TRANSLATOR_REVISION = 8

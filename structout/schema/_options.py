@@ -59,10 +59,10 @@ class TranslatorOptions:
             any length). A sound subset meant for generation, where a small model may write
             digits until its token budget runs out; :class:`structout.Limits` sets it by default.
         property_order: ``"schema"`` (objects write their properties in the schema's order) or
-            ``"any"`` (in any order, each at most once; the engine tracks the keys read, see
-            docs/json_schema.md). Objects with ``minProperties``/``maxProperties``, with
-            constraints on the other keys' existence, or with more than 32 named properties
-            keep the schema's order.
+            ``"any"`` (in any order, each at most once; the engine tracks the keys read, with
+            any number of named properties, and counts them for ``minProperties``/
+            ``maxProperties``; see docs/json_schema.md). Objects with constraints on the other
+            keys' existence (``not`` over ``required``) keep the schema's order.
     """
 
     whitespace: str = "compact"

@@ -4,7 +4,8 @@
 use super::unique::{canonical, Interner};
 use super::{leo_lookup, Item, LeoEntry, Scratch, SetInfo, LINEAR_DEDUP};
 use crate::error::EngineError;
-use crate::lnf::{LSym, Lnf, Unique};
+use crate::kbnf::ast::MemberKind;
+use crate::lnf::{AnyOrder, LSym, Lnf, MemberSets, Unique};
 use crate::options::CompileOptions;
 
 /// The state needed while one set is being built: the grammar, the finished sets (read-only) and
@@ -32,10 +33,16 @@ impl Build<'_> {
             LSym::End(lhs) => {
                 // Completing an `any_order!` nonterminal yields the members read, its own
                 // included; completing a `unique!` one the set of its items.
-                let value = lnf.param_pos(pos).map_or(0, |p| match lnf.unique(p.lhs) {
-                    Some(_) => state,
-                    None => state | p.bit,
-                });
+                let value = match lnf.param_pos(pos) {
+                    None => 0,
+                    Some(p) => match lnf.any_order(p.lhs) {
+                        Some(AnyOrder {
+                            unique: Some(_), ..
+                        }) => state,
+                        Some(AnyOrder { sets: Some(m), .. }) => self.member_read(m, state, p.bit),
+                        _ => state | p.bit,
+                    },
+                };
                 self.s.completions.push((lhs, start, value));
             }
             LSym::Nt(b) => {
@@ -200,6 +207,10 @@ impl Build<'_> {
             self.advance_over_unique(it, lhs, u, value, here);
             return;
         }
+        if let Some(m) = ao.sets {
+            self.advance_over_members(it, lhs, m, value, here);
+            return;
+        }
         match self.lnf.param_pos(it.pos) {
             Some(p) if p.lhs == lhs => {
                 if value & p.bit & ao.once == 0 {
@@ -228,6 +239,70 @@ impl Build<'_> {
             }
             _ => {
                 if n >= u.min {
+                    self.advance(it.pos + 1, it.start, it.state, here);
+                }
+            }
+        }
+    }
+
+    /// The member set `set` after member `index` of an `any_order!` with member sets `m` was
+    /// read (see [`crate::lnf::MemberSets`]). A limit error is left in the scratch for
+    /// [`Build::run_completions`].
+    #[cold]
+    fn member_read(&mut self, m: MemberSets, set: u32, index: u32) -> u32 {
+        let kind = self.lnf.member_kind(m, index);
+        let record = match kind {
+            MemberKind::Many => false,
+            // (`X ::= X . sep m_i` was reached only without it)
+            MemberKind::Once | MemberKind::Optional => true,
+            MemberKind::Some => !self.interner.has_member(set, index),
+        };
+        let required = matches!(kind, MemberKind::Once | MemberKind::Some);
+        let out = self
+            .interner
+            .add_member(set, index, record, required, m.cap());
+        if self.interner.size() > self.opts.max_total_items && self.s.error.is_none() {
+            self.s.error = Some(EngineError::Limit {
+                limit: "max_total_items (any_order! member sets)",
+                value: self.opts.max_total_items,
+            });
+        }
+        out
+    }
+
+    /// Moves `it` (waiting on `lhs`, an `any_order!` with member sets `m`) past `lhs`, completed
+    /// with the member set `value`: `X ::= . X sep m_i` goes on (holding the set) when another
+    /// member may be read and `m_i` may occur again, any other item once every required member
+    /// is in the set and enough members were read.
+    fn advance_over_members(&mut self, it: Item, lhs: u32, m: MemberSets, value: u32, here: u32) {
+        if self.s.member_value != Some((lhs, value)) {
+            let words = (m.members as usize).div_ceil(64);
+            let mut bits = std::mem::take(&mut self.s.member_bits);
+            self.interner.member_bits(value, words, &mut bits);
+            let closes = self.interner.member_count(value) >= m.min
+                && (0..m.members).all(|i| {
+                    !matches!(
+                        self.lnf.member_kind(m, i),
+                        MemberKind::Once | MemberKind::Some
+                    ) || bits[i as usize / 64] >> (i % 64) & 1 == 1
+                });
+            self.s.member_bits = bits;
+            self.s.member_closes = closes;
+            self.s.member_value = Some((lhs, value));
+        }
+        match self.lnf.param_pos(it.pos) {
+            Some(p) if p.lhs == lhs => {
+                let kind = self.lnf.member_kind(m, p.bit);
+                let once = matches!(kind, MemberKind::Once | MemberKind::Optional);
+                let read = self.s.member_bits[p.bit as usize / 64] >> (p.bit % 64) & 1 == 1;
+                let sizes = self.interner.member_sizes(value);
+                // (and no dead end: the members left can still end it within the counts)
+                if sizes.0 < m.max && !(once && read) && m.completable_after(sizes, kind, read) {
+                    self.advance(it.pos + 1, it.start, value, here);
+                }
+            }
+            _ => {
+                if self.s.member_closes {
                     self.advance(it.pos + 1, it.start, it.state, here);
                 }
             }

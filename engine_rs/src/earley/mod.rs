@@ -96,6 +96,9 @@ pub struct Recognizer {
     /// of their values (see [`unique`]). Without, both stay empty.
     input: Vec<u8>,
     keeps_input: bool,
+    /// With `unique!` or `any_order!` member sets: the interner grows while sets are built (a
+    /// rollback or a refused byte truncates it).
+    interns: bool,
     interner: Interner,
     scratch: Scratch,
 }
@@ -128,6 +131,11 @@ struct Scratch {
     item_value: Option<(u32, u32)>,
     canon: Vec<u8>,
     error: Option<EngineError>,
+    /// `any_order!` member sets: the `(nonterminal, set)` whose members `member_bits` holds, and
+    /// whether that nonterminal may end with them (see `Build::advance_over_members`).
+    member_value: Option<(u32, u32)>,
+    member_bits: Vec<u64>,
+    member_closes: bool,
 }
 
 impl Recognizer {
@@ -135,6 +143,7 @@ impl Recognizer {
     pub fn new(grammar: Arc<Grammar>) -> Recognizer {
         let n = grammar.lnf.nt_count();
         let grammar_has_unique = grammar.lnf.has_unique();
+        let interns = grammar_has_unique || grammar.lnf.has_member_sets();
         let mut r = Recognizer {
             grammar,
             items: Vec::new(),
@@ -144,6 +153,7 @@ impl Recognizer {
             sets_after_compaction: 1,
             input: Vec::new(),
             keeps_input: grammar_has_unique,
+            interns,
             interner: Interner::default(),
             scratch: Scratch {
                 predicted: vec![0; n],
@@ -251,6 +261,8 @@ impl Recognizer {
         self.leo.truncate(last.leo_end as usize);
         if self.keeps_input {
             self.input.truncate(len);
+        }
+        if self.interns {
             self.interner.truncate(last.mark);
         }
         true
@@ -342,20 +354,25 @@ impl Recognizer {
                 return Ok(accepted);
             }
         }
-        if self.keeps_input {
+        if self.interns {
             return self.feed_keeping_input(set, byte);
         }
         self.build_next(set, byte)
     }
 
-    /// [`Recognizer::try_feed_byte`] in a grammar with `unique!`: the byte joins the input
-    /// while the set is built, and leaves it (the interner back at `set`'s mark) on failure.
+    /// [`Recognizer::try_feed_byte`] in a grammar with `unique!` or member sets: the byte joins
+    /// the input (with `unique!`) while the set is built, and leaves it (the interner back at
+    /// `set`'s mark) on failure.
     #[inline(never)]
     fn feed_keeping_input(&mut self, set: SetInfo, byte: u8) -> Result<bool, EngineError> {
-        self.input.push(byte);
+        if self.keeps_input {
+            self.input.push(byte);
+        }
         let result = self.build_next(set, byte);
         if !matches!(result, Ok(true)) {
-            self.input.pop();
+            if self.keeps_input {
+                self.input.pop();
+            }
             self.interner.truncate(set.mark);
         }
         result
@@ -504,6 +521,7 @@ impl Recognizer {
         s.done.clear();
         s.completions.clear();
         s.item_value = None;
+        s.member_value = None;
         s.error = None;
         s.stamp = s.stamp.wrapping_add(1);
         if s.stamp == 0 {
@@ -670,6 +688,8 @@ impl Recognizer {
         key.push(self.is_complete() as u32);
         // `unique!` sets met so far, numbered in discovery order (ids depend on history).
         let mut sets_seen: Vec<u32> = Vec::new();
+        // `any_order!` member sets likewise (the items of one object mostly share one set).
+        let mut members_seen: Vec<u32> = Vec::new();
         let mut q = 0;
         while q < origins.len() {
             let j = origins[q];
@@ -692,7 +712,10 @@ impl Recognizer {
                 let c = canon(&mut origins, it.start);
                 key.extend_from_slice(&[it.pos, c]);
                 if let Some(p) = lnf.param_pos(it.pos) {
-                    if lnf.unique(p.lhs).is_none() {
+                    let ao = lnf.any_order(p.lhs);
+                    if ao.is_some_and(|a| a.sets.is_some()) {
+                        self.member_key(key, &mut members_seen, it.state);
+                    } else if lnf.unique(p.lhs).is_none() {
                         // (the members an `any_order!` item has read; the position says it has
                         // them)
                         key.push(it.state);
@@ -757,12 +780,9 @@ impl Recognizer {
     /// Writes the `unique!` set `set` into a state key: its number among the sets of the key
     /// so far, and at its first mention its values' canonical forms, sorted.
     fn unique_key(&self, key: &mut Vec<u32>, seen: &mut Vec<u32>, set: u32) {
-        if let Some(k) = seen.iter().position(|&x| x == set) {
-            key.push(k as u32);
+        if !first_mention(key, seen, set) {
             return;
         }
-        seen.push(set);
-        key.push(seen.len() as u32 - 1);
         let mut forms: Vec<&[u8]> = self
             .interner
             .values(set)
@@ -773,6 +793,20 @@ impl Recognizer {
         for f in forms {
             push_bytes(key, f);
         }
+    }
+
+    /// Writes the `any_order!` member set `set` into a state key: its number among the member
+    /// sets of the key so far, and at its first mention the count of members read and the
+    /// members, sorted (ids depend on history, sets do not).
+    fn member_key(&self, key: &mut Vec<u32>, seen: &mut Vec<u32>, set: u32) {
+        if !first_mention(key, seen, set) {
+            return;
+        }
+        let mut members: Vec<u32> = self.interner.members(set).collect();
+        members.sort_unstable();
+        key.push(self.interner.member_count(set));
+        key.push(members.len() as u32);
+        key.extend_from_slice(&members);
     }
 
     /// The Leo entries of set `j`.
@@ -917,6 +951,18 @@ impl Recognizer {
         let s = self.sets.last().expect("at least one set");
         (s.end - s.start) as usize
     }
+}
+
+/// Writes the number of interned set `set` among those `seen` so far in a state key (a new
+/// one joins them); returns whether this is its first mention (then its content follows).
+fn first_mention(key: &mut Vec<u32>, seen: &mut Vec<u32>, set: u32) -> bool {
+    if let Some(k) = seen.iter().position(|&x| x == set) {
+        key.push(k as u32);
+        return false;
+    }
+    seen.push(set);
+    key.push(seen.len() as u32 - 1);
+    true
 }
 
 /// Appends `bytes` to a key: their length, then four to a value.

@@ -360,6 +360,19 @@ pub type SetId = u32;
 pub struct Mark {
     values: u32,
     sets: u32,
+    members: u32,
+}
+
+/// A set of `any_order!` members read ([`crate::lnf::MemberSets`]): `parent` plus `member`
+/// (`u32::MAX`: none, only the count grew), `count` members read in all (capped), `len`
+/// members in the set, `required` of them required.
+#[derive(Clone, Copy, Debug)]
+struct MemberNode {
+    parent: u32,
+    member: u32,
+    count: u32,
+    len: u32,
+    required: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -379,6 +392,9 @@ pub struct Interner {
     value_ids: FxHashMap<Box<[u8]>, u32>,
     sets: Vec<SetNode>,
     set_ids: FxHashMap<(SetId, u32), SetId>,
+    /// `any_order!` member sets (0: none read), interned per `(parent, member)` like `sets`.
+    members: Vec<MemberNode>,
+    member_ids: FxHashMap<(u32, u32), u32>,
 }
 
 impl Default for Interner {
@@ -393,6 +409,14 @@ impl Default for Interner {
                 len: 0,
             }],
             set_ids: FxHashMap::default(),
+            members: vec![MemberNode {
+                parent: u32::MAX,
+                member: u32::MAX,
+                count: 0,
+                len: 0,
+                required: 0,
+            }],
+            member_ids: FxHashMap::default(),
         }
     }
 }
@@ -402,11 +426,17 @@ impl Interner {
         Mark {
             values: self.value_ends.len() as u32,
             sets: self.sets.len() as u32,
+            members: self.members.len() as u32,
         }
     }
 
     /// Forgets every value and set interned after `mark`.
     pub fn truncate(&mut self, mark: Mark) {
+        for s in (mark.members as usize..self.members.len()).rev() {
+            let n = self.members[s];
+            self.member_ids.remove(&(n.parent, n.member));
+        }
+        self.members.truncate(mark.members.max(1) as usize);
         for s in (mark.sets as usize..self.sets.len()).rev() {
             let n = self.sets[s];
             self.set_ids.remove(&(n.parent, n.value));
@@ -429,7 +459,85 @@ impl Interner {
 
     /// Interned sets plus canonical bytes held (what the `max_total_items` limit bounds).
     pub fn size(&self) -> usize {
-        self.sets.len() + self.bytes.len()
+        self.sets.len() + self.bytes.len() + self.members.len()
+    }
+
+    /// Members read in all in member set `set` (capped as it was built).
+    #[inline]
+    pub fn member_count(&self, set: u32) -> u32 {
+        self.members[set as usize].count
+    }
+
+    /// `(count, len, required)` of member set `set`: members read in all (capped), members in
+    /// the set, required ones among them.
+    #[inline]
+    pub fn member_sizes(&self, set: u32) -> (u32, u32, u32) {
+        let n = self.members[set as usize];
+        (n.count, n.len, n.required)
+    }
+
+    /// Whether member `m` is in member set `set` (a walk up its chain).
+    pub fn has_member(&self, mut set: u32, m: u32) -> bool {
+        while set != 0 {
+            let n = self.members[set as usize];
+            if n.member == m {
+                return true;
+            }
+            set = n.parent;
+        }
+        false
+    }
+
+    /// Member set `set` after one more member read: `m` joins it when `record` (`m` counted and
+    /// not in it yet; `required`: a required member), and the count grows up to `cap`. The same
+    /// set when neither changes.
+    pub fn add_member(&mut self, set: u32, m: u32, record: bool, required: bool, cap: u32) -> u32 {
+        let n = self.members[set as usize];
+        let count = (n.count + 1).min(cap);
+        if !record && count == n.count {
+            return set;
+        }
+        let member = if record { m } else { u32::MAX };
+        if let Some(&s) = self.member_ids.get(&(set, member)) {
+            return s;
+        }
+        let s = self.members.len() as u32;
+        self.members.push(MemberNode {
+            parent: set,
+            member,
+            count,
+            len: n.len + record as u32,
+            required: n.required + (record && required) as u32,
+        });
+        self.member_ids.insert((set, member), s);
+        s
+    }
+
+    /// The members of member set `set` as bits of `out` (cleared to `words` words first).
+    pub fn member_bits(&self, mut set: u32, words: usize, out: &mut Vec<u64>) {
+        out.clear();
+        out.resize(words, 0);
+        while set != 0 {
+            let n = self.members[set as usize];
+            if n.member != u32::MAX {
+                out[n.member as usize / 64] |= 1 << (n.member % 64);
+            }
+            set = n.parent;
+        }
+    }
+
+    /// The members of member set `set`, most recent first.
+    pub fn members(&self, mut set: u32) -> impl Iterator<Item = u32> + '_ {
+        std::iter::from_fn(move || loop {
+            if set == 0 {
+                return None;
+            }
+            let n = self.members[set as usize];
+            set = n.parent;
+            if n.member != u32::MAX {
+                return Some(n.member);
+            }
+        })
     }
 
     /// The canonical form of value `v`.

@@ -46,10 +46,12 @@ pub enum ExprKind {
     JsonStringExcept(Vec<String>),
     /// `any_order!(sep, m1, m2?, m3*, m4+)`: the members joined by `sep` (`''`: nothing between),
     /// in any order; a plain member exactly once, `?` at most once, `*` any number of times, `+`
-    /// at least once. At least one member in all (see `lnf::AnyOrder`).
+    /// at least once. At least one member in all (see `lnf::AnyOrder`). `counts`: the least and
+    /// most members read in all, every kind counted (`u32::MAX`: unbounded), when written.
     AnyOrder {
         sep: Option<Box<Expr>>,
         members: Vec<(Expr, MemberKind)>,
+        counts: Option<(u32, u32)>,
     },
     /// `unique!(sep, m1, ..., mk, min, max)`: `min..=max` items joined by `sep` (`''`: nothing
     /// between), item `i` matching `m_min(i, k)` (the last member matches every item from the

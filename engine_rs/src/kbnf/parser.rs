@@ -568,24 +568,53 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// `any_order!(sep, m1, m2?, m3*, m4+)`; the cursor is after the `!`. A member's top-level
-    /// `?`, `*` or `+` is its kind (see [`MemberKind`]); other counted repetitions are refused.
+    /// `any_order!(sep, m1, m2?, m3*, m4+, min, max)`; the cursor is after the `!`. A member's
+    /// top-level `?`, `*` or `+` is its kind (see [`MemberKind`]); other counted repetitions are
+    /// refused. The counts are optional and come after the members (an argument that starts
+    /// with a digit is a count): the least and most members read in all.
     fn any_order(&mut self, start: usize) -> PResult<Expr> {
         let usage = "write `any_order!(sep, a, b?, c*)`: a separator (`''` for none), then \
-                     members; `?` at most once, `*` any number, `+` at least once, none: once";
+                     members; `?` at most once, `*` any number, `+` at least once, none: once; \
+                     then optionally the least and most members in all";
         self.expect(b"(", "`(`", usage)?;
         self.skip_trivia()?;
         let outer = std::mem::replace(&mut self.comma_ends_expr, true);
         let result = self.any_order_args(usage);
         self.comma_ends_expr = outer;
-        let (sep, members) = result?;
+        let (sep, members, counts) = result?;
         self.expect(b")", "`)`", usage)?;
+        let counts = match counts.as_slice() {
+            [] => None,
+            [min] => Some((*min, u32::MAX)),
+            [min, max] => Some((*min, *max)),
+            _ => {
+                return Err(syntax(
+                    Span::new(start, self.pos),
+                    "`any_order!` takes at most two counts (the least and the most members)",
+                )
+                .hint(usage))
+            }
+        };
+        if let Some((min, max)) = counts {
+            if max == 0 || min > max {
+                return Err(Diagnostic::new(
+                    ErrorKind::Semantic,
+                    Span::new(start, self.pos),
+                    "`any_order!` needs 0 <= min <= max members and max >= 1",
+                )
+                .hint("it matches at least one member: write nothing as an alternative"));
+            }
+        }
         let sep = match sep.kind {
             ExprKind::Literal(ref b) if b.is_empty() => None,
             _ => Some(Box::new(sep)),
         };
         Ok(Expr {
-            kind: ExprKind::AnyOrder { sep, members },
+            kind: ExprKind::AnyOrder {
+                sep,
+                members,
+                counts,
+            },
             span: Span::new(start, self.pos),
         })
     }
@@ -677,10 +706,25 @@ impl<'a> Parser<'a> {
     }
 
     /// The separator and the members of `any_order!` (see [`Parser::any_order`]).
-    fn any_order_args(&mut self, usage: &str) -> PResult<(Expr, Vec<(Expr, MemberKind)>)> {
+    #[allow(clippy::type_complexity)]
+    fn any_order_args(
+        &mut self,
+        usage: &str,
+    ) -> PResult<(Expr, Vec<(Expr, MemberKind)>, Vec<u32>)> {
         let sep = self.alternation()?;
         let mut members = Vec::new();
+        let mut counts = Vec::new();
         while self.next_arg()? {
+            if self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                counts.push(self.number()?);
+                continue;
+            }
+            if !counts.is_empty() {
+                return Err(
+                    syntax(self.here(), "`any_order!` counts come after the members")
+                        .hint(usage.to_owned()),
+                );
+            }
             let member = self.alternation()?;
             members.push(match member.kind {
                 ExprKind::Repeat { expr, min, max } => {
@@ -707,7 +751,7 @@ impl<'a> Parser<'a> {
                     .hint(usage.to_owned()),
             );
         }
-        Ok((sep, members))
+        Ok((sep, members, counts))
     }
 
     /// `json_string_except!('w1', 'w2', ...)` (no words: any JSON string); the cursor is after

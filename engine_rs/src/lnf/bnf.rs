@@ -64,6 +64,9 @@ pub struct AnyOrderSpec {
     /// `Some` for `unique!`: its members are positional (item `i` matches member
     /// `min(i, k - 1)`), never dropped or reordered, and the items are distinct values.
     pub unique: Option<UniqueCounts>,
+    /// For `any_order!` with counts: the least and most members read in all, every kind
+    /// counted (`min` may be 0; `max >= 1`, `u32::MAX`: unbounded).
+    pub counts: Option<UniqueCounts>,
     pub span: Span,
 }
 

@@ -4,7 +4,6 @@
 use rustc_hash::FxHashMap;
 
 use super::bnf::{AnyOrderSpec, Bnf, ExceptTerm, RegexTerm, Sym, UniqueCounts};
-use super::MAX_ANY_ORDER_COUNTED;
 use crate::dfa::{escape_bytes, CharCount, Dfa, DfaError, PATTERN_BYTES_PER_LIMIT};
 use crate::error::{Diagnostic, ErrorKind, Span};
 use crate::kbnf::ast::{Expr, ExprKind, GrammarAst, MemberKind};
@@ -152,7 +151,11 @@ impl<'a> Lowerer<'a> {
                 json,
             } => self.len(arg, *min, *max, *json, e.span),
             ExprKind::JsonStringExcept(words) => self.json_string_except(words, e.span),
-            ExprKind::AnyOrder { sep, members } => self.any_order(sep.as_deref(), members, e.span),
+            ExprKind::AnyOrder {
+                sep,
+                members,
+                counts,
+            } => self.any_order(sep.as_deref(), members, *counts, e.span),
             ExprKind::Unique {
                 sep,
                 members,
@@ -299,25 +302,13 @@ impl<'a> Lowerer<'a> {
     /// `any_order!`: a nonterminal of its own whose one production lists the separator (if any)
     /// and the members, a placeholder that normalization leaves in place (only renaming the
     /// symbols) and [`super::Lnf::from_bnf`] replaces by the parametric productions.
-    fn any_order(&mut self, sep: Option<&Expr>, members: &[(Expr, MemberKind)], span: Span) -> Sym {
-        let counted = members
-            .iter()
-            .filter(|(_, k)| *k != MemberKind::Many)
-            .count();
-        if counted > MAX_ANY_ORDER_COUNTED {
-            self.diags.push(
-                Diagnostic::new(
-                    ErrorKind::Limit,
-                    span,
-                    format!(
-                        "`any_order!` has {counted} members that are counted (plain, `?` or \
-                         `+`), over the limit of {MAX_ANY_ORDER_COUNTED}"
-                    ),
-                )
-                .hint("split the members into fewer groups, or mark repeatable ones with `*`"),
-            );
-            return Sym::Nt(self.bnf.start);
-        }
+    fn any_order(
+        &mut self,
+        sep: Option<&Expr>,
+        members: &[(Expr, MemberKind)],
+        counts: Option<(u32, u32)>,
+        span: Span,
+    ) -> Sym {
         let mut placeholder: Vec<Sym> = sep.map(|e| self.symbol(e)).into_iter().collect();
         placeholder.extend(members.iter().map(|(e, _)| self.symbol(e)));
         let nt = self.new_nt(format!("any_order@{}", span.start), vec![placeholder]);
@@ -326,6 +317,7 @@ impl<'a> Lowerer<'a> {
             sep: sep.is_some(),
             kinds: members.iter().map(|(_, k)| *k).collect(),
             unique: None,
+            counts: counts.map(|(min, max)| UniqueCounts { min, max }),
             span,
         });
         Sym::Nt(nt)
@@ -352,6 +344,7 @@ impl<'a> Lowerer<'a> {
                 min,
                 max: max.unwrap_or(u32::MAX),
             }),
+            counts: None,
             span,
         });
         Sym::Nt(nt)

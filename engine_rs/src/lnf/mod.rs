@@ -46,11 +46,12 @@ pub enum LSym {
     End(u32),
 }
 
-/// Most members of one `any_order!` that are counted (plain, `?` or `+`): one bit each in an
-/// Earley item's state.
-pub const MAX_ANY_ORDER_COUNTED: usize = 32;
+/// Most members of one `any_order!` that are counted (plain, `?` or `+`) with one bit each in
+/// an Earley item's state; with more (or with counts), item states are interned member sets.
+pub const MAX_ANY_ORDER_BITS: usize = 32;
 
-/// The counted members of one `any_order!`, as bitsets over its member bits; or a `unique!`.
+/// The counted members of one `any_order!`, as bitsets over its member bits; or a `unique!`; or
+/// an `any_order!` whose item states are interned member sets ([`MemberSets`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AnyOrder {
     /// Members that must occur (plain and `+`).
@@ -59,6 +60,66 @@ pub struct AnyOrder {
     pub once: u32,
     /// `Some` for a `unique!` (then `required` and `once` are 0).
     pub unique: Option<Unique>,
+    /// `Some` when item states are interned member sets (then `required` and `once` are 0).
+    pub sets: Option<MemberSets>,
+}
+
+/// An `any_order!` with more than [`MAX_ANY_ORDER_BITS`] counted members, or with counts: the
+/// [`ParamPos::bit`] of a position is the index of its production's member, whose kind is
+/// `Lnf::member_kinds[kinds + index]`, and an item's state is the id of an interned set of the
+/// counted members read plus the number of members read, capped at [`MemberSets::cap`]
+/// (`earley::unique::Interner`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberSets {
+    /// Least members read in all, every kind counted (0: no bound beyond one member).
+    pub min: u32,
+    /// Most members read in all (`u32::MAX`: unbounded).
+    pub max: u32,
+    /// Offset of the members' kinds in `Lnf::member_kinds`.
+    pub kinds: u32,
+    /// Number of members.
+    pub members: u32,
+    /// Number of required members (plain and `+`).
+    pub required: u32,
+    /// Whether some member may occur more than once (`*` and `+`).
+    pub repeatable: bool,
+}
+
+impl MemberSets {
+    /// Where the count of members read stops growing: past it, the bounds decide nothing more.
+    #[inline]
+    pub fn cap(&self) -> u32 {
+        match self.max {
+            u32::MAX => self.min,
+            max => max,
+        }
+    }
+
+    /// Whether members read so far can still end the `any_order!`, after member `index` of
+    /// kind `kind` is read: `count` members read in all (capped, see [`MemberSets::cap`]),
+    /// `len` of them in the set, `required` of those required, `has` whether the set holds
+    /// `index` already. The required members left fit under the most, and enough can be read.
+    pub fn completable_after(
+        &self,
+        (count, len, required): (u32, u32, u32),
+        kind: MemberKind,
+        has: bool,
+    ) -> bool {
+        let count = (count + 1).min(self.cap());
+        let (len, required) = match kind {
+            MemberKind::Many => (len, required),
+            _ if has => (len, required),
+            MemberKind::Optional => (len + 1, required),
+            MemberKind::Once | MemberKind::Some => (len + 1, required + 1),
+        };
+        let need = self.required - required;
+        let fits = self.max == u32::MAX || count.saturating_add(need) <= self.max;
+        let most = match self.repeatable {
+            true => u32::MAX,
+            false => count + (self.members - len),
+        };
+        fits && most >= self.min
+    }
 }
 
 /// A `unique!(sep, m_0, ..., m_last, min, max)` nonterminal `X`: its productions are
@@ -123,6 +184,8 @@ pub struct Lnf {
     pub any_orders: Vec<AnyOrder>,
     /// Per position of `syms`: see [`ParamPos`]. Empty when `nt_any_order` is.
     pub param_pos: Vec<ParamPos>,
+    /// The members' kinds of the `any_order!`s with [`MemberSets`].
+    pub member_kinds: Vec<MemberKind>,
 }
 
 impl Lnf {
@@ -154,6 +217,17 @@ impl Lnf {
     /// Whether the grammar has a `unique!` (its recognizers keep their input).
     pub fn has_unique(&self) -> bool {
         self.any_orders.iter().any(|a| a.unique.is_some())
+    }
+
+    /// Whether the grammar has an `any_order!` with [`MemberSets`] (its recognizers intern them).
+    pub fn has_member_sets(&self) -> bool {
+        self.any_orders.iter().any(|a| a.sets.is_some())
+    }
+
+    /// The kind of member `index` of an `any_order!` with member sets `m`.
+    #[inline]
+    pub fn member_kind(&self, m: MemberSets, index: u32) -> MemberKind {
+        self.member_kinds[(m.kinds + index) as usize]
     }
 
     /// See [`ParamPos`]; `None` outside the productions of `any_order!` nonterminals.
@@ -205,6 +279,7 @@ impl Lnf {
             start_nullable,
             nt_any_order: Vec::new(),
             any_orders: Vec::new(),
+            member_kinds: Vec::new(),
             param_pos: Vec::new(),
         };
         let mut flat = Flatten {
@@ -419,30 +494,64 @@ impl Flatten {
             required: 0,
             once: 0,
             unique: None,
+            sets: None,
         };
+        let counted = spec
+            .kinds
+            .iter()
+            .filter(|&&k| k != MemberKind::Many)
+            .count();
+        let counts = spec.counts.filter(|c| c.min > 1 || c.max != u32::MAX);
         let mut bits = Vec::with_capacity(members.len());
-        let mut next = 0u32;
-        for &kind in &spec.kinds {
-            let bit = match kind {
-                MemberKind::Many => 0,
-                _ => {
-                    next += 1;
-                    1u32 << (next - 1)
+        if counted > MAX_ANY_ORDER_BITS || counts.is_some() {
+            info.sets = Some(MemberSets {
+                min: counts.map_or(0, |c| c.min),
+                max: counts.map_or(u32::MAX, |c| c.max),
+                kinds: lnf.member_kinds.len() as u32,
+                members: members.len() as u32,
+                required: spec
+                    .kinds
+                    .iter()
+                    .filter(|&&k| matches!(k, MemberKind::Once | MemberKind::Some))
+                    .count() as u32,
+                repeatable: spec
+                    .kinds
+                    .iter()
+                    .any(|&k| matches!(k, MemberKind::Many | MemberKind::Some)),
+            });
+            lnf.member_kinds.extend_from_slice(&spec.kinds);
+            bits.extend(0..members.len() as u32);
+        } else {
+            let mut next = 0u32;
+            for &kind in &spec.kinds {
+                let bit = match kind {
+                    MemberKind::Many => 0,
+                    _ => {
+                        next += 1;
+                        1u32 << (next - 1)
+                    }
+                };
+                if matches!(kind, MemberKind::Once | MemberKind::Some) {
+                    info.required |= bit;
                 }
-            };
-            if matches!(kind, MemberKind::Once | MemberKind::Some) {
-                info.required |= bit;
+                if matches!(kind, MemberKind::Once | MemberKind::Optional) {
+                    info.once |= bit;
+                }
+                bits.push(bit);
             }
-            if matches!(kind, MemberKind::Once | MemberKind::Optional) {
-                info.once |= bit;
-            }
-            bits.push(bit);
         }
         self.param_of.push((x, lnf.any_orders.len() as u32));
         lnf.any_orders.push(info);
-        let lone_once = members.len() == 1 && info.once != 0;
-        for (&m, &bit) in members.iter().zip(&bits) {
-            self.param_production(lnf, x, &[m], bit);
+        let lone_once =
+            members.len() == 1 && matches!(spec.kinds[0], MemberKind::Once | MemberKind::Optional);
+        for ((&m, &bit), &kind) in members.iter().zip(&bits).zip(&spec.kinds) {
+            // (with counts, a member that cannot come first leaves the others no way to end)
+            if info
+                .sets
+                .is_none_or(|s| s.completable_after((0, 0, 0), kind, false))
+            {
+                self.param_production(lnf, x, &[m], bit);
+            }
         }
         if !lone_once {
             for (&m, &bit) in members.iter().zip(&bits) {
@@ -466,6 +575,7 @@ impl Flatten {
         lnf.any_orders.push(AnyOrder {
             required: 0,
             once: 0,
+            sets: None,
             unique: Some(Unique {
                 min: counts.min,
                 max: counts.max,

@@ -444,12 +444,24 @@ fn any_order_productive(bnf: &Bnf, nt: u32, ok: impl Fn(Sym) -> bool) -> bool {
         return unique_limit(bnf, nt, ok) >= counts.min;
     }
     let skip = spec.sep as usize;
-    alt[..skip].iter().all(|&s| ok(s))
+    let members = || alt[skip..].iter().zip(&spec.kinds);
+    let plain = alt[..skip].iter().all(|&s| ok(s))
         && alt[skip..].iter().any(|&s| ok(s))
-        && alt[skip..]
-            .iter()
-            .zip(&spec.kinds)
-            .all(|(&s, &k)| matches!(k, MemberKind::Optional | MemberKind::Many) || ok(s))
+        && members().all(|(&s, &k)| matches!(k, MemberKind::Optional | MemberKind::Many) || ok(s));
+    let Some(counts) = spec.counts else {
+        return plain;
+    };
+    // (counts: the required members fit under the most, and enough members can be read)
+    let required = members()
+        .filter(|(_, &k)| matches!(k, MemberKind::Once | MemberKind::Some))
+        .count();
+    let repeatable =
+        members().any(|(&s, &k)| matches!(k, MemberKind::Many | MemberKind::Some) && ok(s));
+    let most = match repeatable && alt[..skip].iter().all(|&s| ok(s)) {
+        true => u32::MAX,
+        false => members().filter(|(&s, _)| ok(s)).count() as u32,
+    };
+    plain && required as u32 <= counts.max && most >= counts.min.max(1)
 }
 
 /// The most items the `unique!` nonterminal `nt` can hold given which symbols derive text

@@ -29,7 +29,8 @@ use std::sync::Arc;
 use super::CompiledGrammar;
 use crate::dfa::Dfa;
 use crate::grammar::{CompileOptions, Grammar};
-use crate::lnf::{AnyOrder, ExceptInfo, LSym, Lnf, ParamPos, Unique, NOT_PARAMETRIC};
+use crate::kbnf::ast::MemberKind;
+use crate::lnf::{AnyOrder, ExceptInfo, LSym, Lnf, MemberSets, ParamPos, Unique, NOT_PARAMETRIC};
 use crate::persist::{ensure, Checksum, DecodeError, Reader, Writer};
 use crate::vocab::Vocabulary;
 
@@ -37,8 +38,9 @@ const MAGIC: &[u8; 8] = b"structog";
 /// Bump when the layout changes (the build id also changes with any engine source change).
 /// 3: the checksum at the end, over everything before it (read in one streaming pass); a DFA's
 /// accepting flags before its transitions. 4: an eight-lane checksum; entries named by it.
-/// 6: `unique!` counts after each `any_order!` entry.
-const FORMAT: u32 = 6;
+/// 6: `unique!` counts after each `any_order!` entry. 7: member-set counts after them, and the
+/// members' kinds of those (`any_order!` with interned member sets).
+const FORMAT: u32 = 7;
 /// The engine build: its version and a hash of its sources (see `build.rs`). An entry written by
 /// another build is never read, since the same text may compile differently there.
 const BUILD: &str = concat!(
@@ -253,16 +255,18 @@ fn encode_lnf(w: &mut Writer, l: &Lnf) {
     for a in &l.any_orders {
         w.u32(a.required);
         w.u32(a.once);
-        match a.unique {
-            None => w.bool(false),
-            Some(u) => {
-                w.bool(true);
-                w.u32(u.min);
-                w.u32(u.max);
-                w.u32(u.last);
-            }
+        let unique = a.unique.map(|u| vec![u.min, u.max, u.last]);
+        let sets = a.sets.map(|m| {
+            let repeatable = m.repeatable as u32;
+            vec![m.min, m.max, m.kinds, m.members, m.required, repeatable]
+        });
+        for fields in [unique, sets] {
+            w.bool(fields.is_some());
+            fields.iter().flatten().for_each(|&x| w.u32(x));
         }
     }
+    let kinds: Vec<u32> = l.member_kinds.iter().map(|&k| k as u32).collect();
+    w.u32s(&kinds);
     let lhs: Vec<u32> = l.param_pos.iter().map(|p| p.lhs).collect();
     let bits: Vec<u32> = l.param_pos.iter().map(|p| p.bit).collect();
     w.u32s(&lhs);
@@ -331,12 +335,46 @@ fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
                 Some(u)
             }
         };
+        let sets = match r.bool()? {
+            false => None,
+            true => Some(MemberSets {
+                min: r.u32()?,
+                max: r.u32()?,
+                kinds: r.u32()?,
+                members: r.u32()?,
+                required: r.u32()?,
+                repeatable: r.u32()? != 0,
+            }),
+        };
         any_orders.push(AnyOrder {
             required,
             once,
             unique,
+            sets,
         });
     }
+    let member_kinds = r
+        .u32s()?
+        .into_iter()
+        .map(|k| match k {
+            0 => Ok(MemberKind::Once),
+            1 => Ok(MemberKind::Optional),
+            2 => Ok(MemberKind::Many),
+            3 => Ok(MemberKind::Some),
+            _ => Err(()),
+        })
+        .collect::<Result<Vec<_>, ()>>();
+    ensure(member_kinds.is_ok(), "any_order! member kinds")?;
+    let member_kinds = member_kinds.unwrap_or_default();
+    ensure(
+        any_orders.iter().filter_map(|a| a.sets).all(|m| {
+            m.min <= m.max
+                && m.members >= 1
+                && m.required <= m.members
+                && (m.kinds as u64 + m.members as u64) <= member_kinds.len() as u64
+        }),
+        "any_order! member sets",
+    )?;
     let lhs = r.u32s()?;
     let bits = r.u32s()?;
 
@@ -398,6 +436,15 @@ fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
         "any_order! tables",
     )?;
     ensure(bits.len() == lhs.len(), "any_order! member bits")?;
+    ensure(
+        lhs.iter().zip(&bits).all(|(&x, &bit)| {
+            let sets = (x != NOT_PARAMETRIC)
+                .then(|| any_orders[nt_any_order[x as usize] as usize].sets)
+                .flatten();
+            sets.is_none_or(|m| bit < m.members)
+        }),
+        "any_order! member indices",
+    )?;
     let param_pos = lhs
         .iter()
         .zip(&bits)
@@ -417,6 +464,7 @@ fn decode_lnf(r: &mut Reader<'_>) -> Result<Lnf, DecodeError> {
         nt_any_order,
         any_orders,
         param_pos,
+        member_kinds,
     })
 }
 
@@ -456,6 +504,45 @@ key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
     }
 
     #[test]
+    fn member_sets_round_trip() {
+        // (more than 32 counted members, and counts: interned member sets)
+        let mut members: Vec<String> = (0..33).map(|i| format!("\"k{i}\"?")).collect();
+        members.extend(["\"a\"".to_owned(), "\"b\"?".to_owned(), "\"x\"*".to_owned()]);
+        let text = format!(
+            "start ::= \"{{\" any_order!(\",\", {}, 2, 3) \"}}\" ;",
+            members.join(", ")
+        );
+        let cg = compiled(&text);
+        let bytes = encode_entry(&text, &cg);
+        let back = Arc::new(
+            decode(&bytes, &text, &CompileOptions::default(), &cg.vocab).expect("decodes"),
+        );
+        assert_eq!(back.grammar.lnf().any_orders, cg.grammar.lnf().any_orders);
+        assert_eq!(
+            back.grammar.lnf().member_kinds,
+            cg.grammar.lnf().member_kinds
+        );
+        same_masks(
+            &Arc::new(cg),
+            &back,
+            &[b"{", b"{a,", b"{a,x,", b"{x,b,", b"{a,b,x"],
+        );
+    }
+
+    /// `cg` and `back` accept the same of `inputs` and give the same masks after them.
+    fn same_masks(cg: &Arc<CompiledGrammar>, back: &Arc<CompiledGrammar>, inputs: &[&[u8]]) {
+        for &input in inputs {
+            let (mut a, mut b) = (cg.matcher(), back.matcher());
+            assert_eq!(a.accept_bytes(input), b.accept_bytes(input));
+            let mut ma = vec![0u32; cg.mask_words()];
+            let mut mb = vec![0u32; back.mask_words()];
+            a.fill_next_token_bitmask(&mut ma).unwrap();
+            b.fill_next_token_bitmask(&mut mb).unwrap();
+            assert_eq!(ma, mb, "{}", String::from_utf8_lossy(input));
+        }
+    }
+
+    #[test]
     fn an_entry_round_trips_to_the_same_masks() {
         let cg = compiled(TEXT);
         let bytes = encode_entry(TEXT, &cg);
@@ -469,16 +556,11 @@ key ::= #"\"[a-z]{1,8}\"" | except!("\"x\"", 12) ;"#;
                 (&y.depths, &y.moves, &y.counted_reach)
             );
         }
-        let cg = Arc::new(cg);
-        for input in [&b"{\"ab\":12,\"x"[..], b"{", b"{\"b\":1"] {
-            let (mut a, mut b) = (cg.matcher(), back.matcher());
-            assert_eq!(a.accept_bytes(input), b.accept_bytes(input));
-            let mut ma = vec![0u32; cg.mask_words()];
-            let mut mb = vec![0u32; back.mask_words()];
-            a.fill_next_token_bitmask(&mut ma).unwrap();
-            b.fill_next_token_bitmask(&mut mb).unwrap();
-            assert_eq!(ma, mb);
-        }
+        same_masks(
+            &Arc::new(cg),
+            &back,
+            &[b"{\"ab\":12,\"x", b"{", b"{\"b\":1"],
+        );
     }
 
     #[test]

@@ -1,9 +1,10 @@
 """Objects: named members in schema order, tail regions of other keys, counting, dependencies.
 
 Named properties come first (required ones always present, optional ones may be left out),
-then the other allowed keys. With ``property_order="any"`` an object without counting or
-tail-exists constraints takes its members in any order instead: one ``any_order!`` of the named
-members (each at most once, the required ones exactly once) and the other keys (any number).
+then the other allowed keys. With ``property_order="any"`` an object without tail-exists
+constraints takes its members in any order instead: one ``any_order!`` of the named members
+(each at most once, the required ones exactly once) and the other keys (any number), with
+``minProperties``/``maxProperties`` as the ``any_order!``'s counts of members read.
 """
 
 from __future__ import annotations
@@ -24,9 +25,6 @@ MAX_TAIL_EXISTS = 4
 # Objects with more named members than this (and no property counting) use the segment-tree
 # rules of ObjectRules._object_tree (linear rules, O(n log n) normalized grammar).
 TREE_MIN_MEMBERS = 24
-#: Most named members an object takes in any order (the engine's bound on the members of one
-#: ``any_order!`` that are counted); larger objects keep the schema's order.
-MAX_ANY_ORDER_MEMBERS = 32
 
 
 class ObjVariant:
@@ -201,8 +199,8 @@ class ObjectRules(StringRules):
         counting = mn > 0 or mx is not None
         n = len(members)
         start: Sym
-        if self._takes_any_order(n, bool(region_items), counting or bool(nex)):
-            start = self._object_any_order(members, region_items, comma, colon, base)
+        if self._takes_any_order(members, bool(region_items), bool(nex), mn, mx):
+            start = self._object_any_order(members, region_items, comma, colon, base, mn, mx)
         elif not counting and not nex:
             if n > TREE_MIN_MEMBERS:
                 return self._object_tree(members, region_items, depth, base)
@@ -218,16 +216,27 @@ class ObjectRules(StringRules):
         out.append(lay.open("{", depth) + [start] + lay.close("}", depth))
         return out
 
-    def _takes_any_order(self, named: int, others: bool, constrained: bool) -> bool:
-        """Whether an object's members are emitted in any order: asked for, no counting or
-        tail-exists constraint, an order to free (two members, or one and other keys), and
-        at most :data:`MAX_ANY_ORDER_MEMBERS` named ones. Otherwise the schema's order (a sound
-        subset: the same documents, some in fewer key orders)."""
+    def _takes_any_order(
+        self,
+        members: list[tuple[Sym, Sym, bool]],
+        others: bool,
+        texists: bool,
+        mn: int,
+        mx: int | None,
+    ) -> bool:
+        """Whether an object's members are emitted in any order: asked for, no tail-exists
+        constraint, an order to free (two members, or one and other keys), and some non-empty
+        object within ``minProperties``/``maxProperties`` (otherwise the schema-order rules
+        decide that nothing but ``{}``, or nothing, is left). Otherwise the schema's order (a
+        sound subset: the same documents, some in fewer key orders)."""
+        named = len(members)
+        required = sum(1 for _, _, r in members if r)
         return (
             self.property_order == "any"
-            and not constrained
+            and not texists
             and (named >= 2 or (named == 1 and others))
-            and named <= MAX_ANY_ORDER_MEMBERS
+            and (mx is None or (mx >= 1 and required <= mx))
+            and (others or named >= mn)
         )
 
     def _object_any_order(
@@ -237,9 +246,12 @@ class ObjectRules(StringRules):
         comma: Alt,
         colon: Alt,
         base: str,
+        mn: int,
+        mx: int | None,
     ) -> Sym:
-        """``any_order!(comma, m_1, m_2?, ..., kv*)``: every named member at most once (a
-        required one exactly once), the other keys' pairs any number of times."""
+        """``any_order!(comma, m_1, m_2?, ..., kv*, mn, mx)``: every named member at most once
+        (a required one exactly once), the other keys' pairs any number of times, and from
+        ``minProperties`` to ``maxProperties`` of them in all (the counts only when given)."""
         args: list[tuple[str, str]] = []
         for key_lit, sym, required in members:
             name = self.fresh(f"{base}_m")
@@ -249,7 +261,7 @@ class ObjectRules(StringRules):
             item = self.fresh(f"{base}_kv")
             self.add_rule(item, region_items)
             args.append((item, "*"))
-        return any_order(comma, args)
+        return any_order(comma, args, mn, mx)
 
     def _object_chain(
         self,

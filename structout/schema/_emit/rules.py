@@ -13,8 +13,8 @@ from .._ir import Unsupported
 
 # A KBNF symbol: a rule name, a quoted literal, a #"regex" terminal, a repetition
 # ``("rep", [symbols...], lo, hi)`` (``hi`` None for unbounded), ``any_order!``
-# ``("any_order", [separator symbols...], [(member rule name, kind suffix), ...])`` (see
-# :func:`any_order`), or ``unique!`` ``("unique", [separator symbols...], [member symbols...],
+# ``("any_order", [separator symbols...], [(member rule name, kind suffix), ...], lo, hi)``
+# (see :func:`any_order`), or ``unique!`` ``("unique", [separator symbols...], [member symbols...],
 # lo, hi)`` (see :func:`unique_list`).
 Sym = Any
 Alt = list[Sym]
@@ -233,19 +233,29 @@ def _productive_members(alts: list[Alt], productive: set[str]) -> list[Alt]:
         for s in alt:
             if isinstance(s, tuple) and s[0] == "any_order":
                 members = [(n, k) for n, k in s[2] if not k or n in productive]
-                if not members:
+                many = any(k in ("*", "+") for _, k in members)
+                if not members or (not many and len(members) < s[3]):
                     break
-                s = any_order(s[1], members)
+                s = any_order(s[1], members, s[3], s[4])
             new.append(s)
         else:
             out.append(new)
     return out
 
 
-def any_order(sep: Alt, members: list[tuple[str, str]]) -> Sym:
-    """``any_order!(sep, m1, m2?, m3*)``: the members (rule names) in any order, joined by
-    ``sep``; a member's suffix is ``""`` (exactly once), ``"?"`` (at most once) or ``"*"``."""
-    return ("any_order", list(sep), list(members))
+def any_order(sep: Alt, members: list[tuple[str, str]], lo: int = 0, hi: int | None = None) -> Sym:
+    """``any_order!(sep, m1, m2?, m3*, lo, hi)``: the members (rule names) in any order, joined
+    by ``sep``; a member's suffix is ``""`` (exactly once), ``"?"`` (at most once) or ``"*"``;
+    ``lo`` to ``hi`` members in all (``hi`` None for unbounded; written only when they bound
+    anything: one member is always read)."""
+    return ("any_order", list(sep), list(members), lo, hi)
+
+
+def _counts(lo: int, hi: int | None) -> list[str]:
+    """The count arguments of ``unique!`` / ``any_order!`` (``lo`` 1 and ``hi`` None: none)."""
+    if hi is not None:
+        return [str(lo), str(hi)]
+    return [str(lo)] if lo > 1 else []
 
 
 def unique_list(sep: Alt, members: list[Sym], lo: int, hi: int | None) -> Sym:
@@ -257,16 +267,12 @@ def unique_list(sep: Alt, members: list[Sym], lo: int, hi: int | None) -> Sym:
 
 def render_sym(sym: Sym) -> str:
     if isinstance(sym, tuple) and sym[0] == "any_order":
-        _, sep, members = sym
-        args = [render_alt(sep), *(name + kind for name, kind in members)]
+        _, sep, members, lo, hi = sym
+        args = [render_alt(sep), *(name + kind for name, kind in members), *_counts(lo, hi)]
         return "any_order!(" + ", ".join(args) + ")"
     if isinstance(sym, tuple) and sym[0] == "unique":
         _, sep, members, lo, hi = sym
-        args = [render_alt(sep), *(render_sym(m) for m in members)]
-        if hi is not None:
-            args += [str(lo), str(hi)]
-        elif lo > 1:
-            args.append(str(lo))
+        args = [render_alt(sep), *(render_sym(m) for m in members), *_counts(lo, hi)]
         return "unique!(" + ", ".join(args) + ")"
     if isinstance(sym, tuple):
         _, seq, lo, hi = sym
