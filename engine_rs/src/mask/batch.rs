@@ -8,10 +8,12 @@
 //! spawned once (grown to the largest count asked for) and sleep on a condition variable between
 //! batches, after spinning briefly ([`SPIN`]) for the next one: a decoding loop's steps come back
 //! to back when the forward pass is short, and a sleeping helper would join a step tens of
-//! microseconds late (most of a step of a few rows). The hot path takes no lock. A batch is
-//! withdrawn before the call returns: helpers that did not join by then never see it, the others
-//! are waited for, so the borrowed rows never outlive the call. A panic in any thread is re-raised in the caller (where the bindings' `guard`
-//! turns it into an exception). Concurrent batches from several caller threads do not queue: a
+//! microseconds late (most of a step of a few rows). A small batch is the caller's alone for its
+//! first [`LAZY_WAKE`]: a step of a few cheap rows is done before a helper could help. The hot
+//! path takes no lock. A batch is withdrawn before the call returns: helpers that did not join
+//! by then never see it, the others are waited for, so the borrowed rows never outlive the call.
+//! A panic in any thread is re-raised in the caller (where the bindings' `guard` turns it into
+//! an exception). Concurrent batches from several caller threads do not queue: a
 //! batch that finds the pool busy runs on its caller alone.
 
 use std::any::Any;
@@ -29,6 +31,18 @@ const MAX_HELPERS: usize = 255;
 /// looks) before it sleeps on the condition variable. Between the steps of a server with a
 /// forward pass of milliseconds it sleeps after this; steps closer together find it awake.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// Batches of at least this many rows wake the helpers at once (the early steps of a server,
+/// when every request meets its grammar fresh); smaller ones only once the caller has spent
+/// [`LAZY_WAKE`] on them.
+const EAGER_ROWS: usize = 8;
+
+/// How long the caller works alone on a small batch before helpers may join (and sleeping ones
+/// are woken). A sleeping helper joins tens of microseconds after its wake-up (more on a virtual
+/// machine's idle core), and one joining a step of a few cached or cheap rows slows it (on the
+/// 2-core development machine the median cached step of about 5 rows took 21-27 us on two
+/// threads against 12-13 on one).
+const LAZY_WAKE: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// Fills `out` of each `(matcher, out)` pair, with up to `threads` threads (the caller's
 /// included). The first error stops the rows not yet started and is returned.
@@ -49,6 +63,10 @@ pub fn fill_next_token_bitmasks(
     };
     let stop = AtomicBool::new(false);
     let error: OnceLock<EngineError> = OnceLock::new();
+    let pool = Pool::get();
+    let eager = jobs.len() >= EAGER_ROWS;
+    let woken = AtomicBool::new(eager);
+    let start = std::time::Instant::now();
     let work = || {
         while !stop.load(Ordering::Relaxed) {
             let Some((m, out)) = rows.claim() else { break };
@@ -56,9 +74,20 @@ pub fn fill_next_token_bitmasks(
                 stop.store(true, Ordering::Relaxed);
                 let _ = error.set(e);
             }
+            if !woken.load(Ordering::Relaxed)
+                && rows.left()
+                && start.elapsed() >= LAZY_WAKE
+                && !woken.swap(true, Ordering::Relaxed)
+            {
+                pool.wake(helpers);
+            }
         }
     };
-    Pool::get().run(&work, helpers);
+    let delay = match eager {
+        true => std::time::Duration::ZERO,
+        false => LAZY_WAKE,
+    };
+    pool.run(&work, helpers, delay);
     error.into_inner().map_or(Ok(()), Err)
 }
 
@@ -80,12 +109,19 @@ impl<'a, 'b> Rows<'a, 'b> {
         // SAFETY: `i < len` is in bounds and no other thread got `i`.
         (i < self.len).then(|| unsafe { &mut *self.base.add(i) })
     }
+
+    /// Whether rows are left to claim.
+    fn left(&self) -> bool {
+        self.next.load(Ordering::Relaxed) < self.len
+    }
 }
 
 /// The batch the helpers may join: the work closure with its lifetime erased (it lives until
 /// [`Pool::run`] has withdrawn it and every helper that joined has left).
 struct Batch {
     work: *const (dyn Fn() + Sync),
+    /// Helpers join no earlier than this (see [`Pool::run`]).
+    join_after: std::time::Instant,
     /// Helpers that may still join.
     open: usize,
     /// Helpers that joined and have not finished.
@@ -156,8 +192,12 @@ impl Pool {
     }
 
     /// Runs `work` on the caller and on up to `helpers` helpers at once; returns after every
-    /// thread that ran it has returned; re-raises the first panic.
-    fn run(&'static self, work: &(dyn Fn() + Sync), helpers: usize) {
+    /// thread that ran it has returned; re-raises the first panic. Helpers join `delay` after
+    /// the start at the earliest: with a delay, sleeping ones are woken only when `work` calls
+    /// [`Pool::wake`], and awake ones wait it out, so a batch the caller finishes sooner runs on
+    /// the caller alone (a helper joining a few cheap rows costs more than it saves: the rows'
+    /// state moves between cores, and the caller waits for the helper's last row).
+    fn run(&'static self, work: &(dyn Fn() + Sync), helpers: usize, delay: std::time::Duration) {
         let Ok(_busy) = self.busy.try_lock() else {
             return work();
         };
@@ -181,15 +221,14 @@ impl Pool {
             self.epoch.store(st.epoch, Ordering::Release);
             st.batch = Some(Batch {
                 work,
+                join_after: std::time::Instant::now() + delay,
                 open: helpers,
                 running: 0,
                 panic: None,
             });
         }
-        // Wake only as many helpers as may join (the pool may have grown larger for another
-        // caller): the others sleep on.
-        for _ in 0..helpers {
-            self.wake.notify_one();
+        if delay.is_zero() {
+            self.wake(helpers);
         }
         let own = catch_unwind(AssertUnwindSafe(work));
         let mut st = lock(&self.state);
@@ -206,6 +245,14 @@ impl Pool {
         }
         if let Some(p) = helper_panic {
             resume_unwind(p);
+        }
+    }
+
+    /// Wakes up to `helpers` sleeping helpers for the batch being run: only as many as may join
+    /// (the pool may have grown larger for another caller); the others sleep on.
+    fn wake(&self, helpers: usize) {
+        for _ in 0..helpers {
+            self.wake.notify_one();
         }
     }
 
@@ -229,6 +276,17 @@ impl Pool {
                 if !joinable {
                     st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner());
                 }
+                continue;
+            }
+            let join_after = st.batch.as_ref().expect("checked joinable").join_after;
+            if std::time::Instant::now() < join_after {
+                // Too early: wait it out without the lock, then look again (the caller may
+                // have finished meanwhile).
+                drop(st);
+                while std::time::Instant::now() < join_after {
+                    std::hint::spin_loop();
+                }
+                st = lock(&self.state);
                 continue;
             }
             seen = st.epoch;
@@ -271,7 +329,7 @@ mod tests {
                 }
                 hits[i].fetch_add(1, Ordering::Relaxed);
             };
-            Pool::get().run(&work, threads - 1);
+            Pool::get().run(&work, threads - 1, std::time::Duration::ZERO);
             assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
         }
         let calls = AtomicUsize::new(0);
@@ -279,7 +337,9 @@ mod tests {
             calls.fetch_add(1, Ordering::Relaxed);
             panic!("boom");
         };
-        let caught = catch_unwind(AssertUnwindSafe(|| Pool::get().run(&boom, 3)));
+        let caught = catch_unwind(AssertUnwindSafe(|| {
+            Pool::get().run(&boom, 3, std::time::Duration::ZERO)
+        }));
         assert!(caught.is_err());
         assert!(calls.load(Ordering::Relaxed) >= 1);
         // The pool still works after a panic.
@@ -289,7 +349,40 @@ mod tests {
                 after.fetch_add(1, Ordering::Relaxed);
             },
             3,
+            std::time::Duration::from_micros(20),
         );
         assert!(after.load(Ordering::Relaxed) >= 1);
+    }
+
+    #[test]
+    fn a_delayed_batch_runs_every_item_once_and_helpers_join_slow_ones() {
+        // Items of 1 ms each: once the delay is over the caller wakes a helper, which takes
+        // some of them. The pool is process-wide: a run that finds it busy (another test) is the
+        // caller's alone, so the test tries a few times.
+        let delay = std::time::Duration::from_micros(20);
+        for _ in 0..20 {
+            let hits: Vec<AtomicUsize> = (0..6).map(|_| AtomicUsize::new(0)).collect();
+            let next = AtomicUsize::new(0);
+            let caller = std::thread::current().id();
+            let by_helpers = AtomicUsize::new(0);
+            let work = || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= hits.len() {
+                    break;
+                }
+                if i > 0 && std::thread::current().id() != caller {
+                    by_helpers.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                hits[i].fetch_add(1, Ordering::Relaxed);
+                Pool::get().wake(1);
+            };
+            Pool::get().run(&work, 1, delay);
+            assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+            if by_helpers.load(Ordering::Relaxed) > 0 {
+                return;
+            }
+        }
+        panic!("no helper joined a batch of slow items after its delay");
     }
 }
