@@ -653,3 +653,17 @@ def test_plain_string_literals_is_the_general_path_in_one_walk() -> None:
             pattern = re.compile(got[0].replace("\\x22", '"'))
             assert all(pattern.fullmatch(json.dumps(w)) for w in words), words
     assert 0 < declined < 600
+
+
+def test_recent_prints_are_reused_only_for_the_same_ast_object() -> None:
+    """``to_rust`` reuses the text of an AST printed recently only for that very object: an
+    entry under the same id but for another object (an id reused after the first was freed) is
+    printed afresh."""
+    a = rx.parse_ecma("[a-c]+x(?:yz){2,3}")
+    b = rx.parse_ecma("q|[0-9]{4}")
+    first = tr.to_rust(a)
+    assert tr.to_rust(a) == first
+    assert tr._RECENT_PRINTS.get(id(a)) == (a, first)
+    tr._RECENT_PRINTS.put(id(b), (a, first))  # as if `b` took the id of a freed `a`
+    assert tr.to_rust(b) == tr._print(b) != first
+    assert re.fullmatch(tr.to_rust(b), "2024") and not re.fullmatch(tr.to_rust(b), "qq")

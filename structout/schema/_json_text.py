@@ -20,6 +20,8 @@ from __future__ import annotations
 from functools import lru_cache
 from operator import is_
 
+from structout.lru import LRU
+
 from . import _charset as cs
 from . import _regex as rx
 
@@ -402,7 +404,23 @@ def to_rust(node: rx.Node) -> str:
     if got is not None and got[0] is node:
         return got[1]
     text = _CONSTANT_TEXTS.get(node)
-    return text if text is not None else _print(node)
+    if text is not None:
+        return text
+    # A translation prints the same AST object many times (a pattern shared by many objects,
+    # the terminals of one key language): the recent ones by identity, the AST kept alive with
+    # its text so that its id is not reused meanwhile.
+    got = _RECENT_PRINTS.get(id(node))
+    if got is not None and got[0] is node:
+        return got[1]
+    text = _print(node)
+    _RECENT_PRINTS.put(id(node), (node, text))
+    return text
+
+
+#: Recently printed ASTs by identity (see :func:`to_rust`), bounded in entries and in text.
+_RECENT_PRINTS: LRU[int, tuple[rx.Node, str]] = LRU(
+    512, weigh=lambda entry: len(entry[1]), max_weight=4 << 20
+)
 
 
 #: Texts of regexes nearly every grammar holds (the generic JSON string, number, integer),
