@@ -1166,25 +1166,30 @@ mod tests {
 
     #[test]
     fn more_than_64_lexemes_equal_brute_force() {
-        // 150 keys that stay separate terminals (each production continues with a
-        // nonterminal), with shared prefixes so that lexemes end at different depths.
-        let keys: Vec<String> = (0..150)
-            .map(|i| format!("p{i} ::= '\"a{i}\": ' v;"))
-            .collect();
-        let alts: Vec<String> = (0..150).map(|i| format!("p{i}")).collect();
-        let grammar = format!(
-            "start ::= '{{' ({}) (', ' ({}))* '}}'; v ::= '0' | 'true' | '[' v ']'; {}",
-            alts.join(" | "),
-            alts.join(" | "),
-            keys.join(" ")
-        );
-        check(
-            &grammar,
-            &[
-                br#"{"a1": 0, "a10": [true], "a149": [[0]]}"#,
-                br#"{"a99": true}"#,
-            ],
-        );
+        // Keys that stay separate terminals (each production continues with a nonterminal),
+        // with shared prefixes so that lexemes end at different depths; just over and far over
+        // the 64 lexemes of a lexer-mode walk (the recognizer walks them).
+        for n in [65, 150, 300] {
+            let keys: Vec<String> = (0..n)
+                .map(|i| format!("p{i} ::= '\"a{i}\": ' v;"))
+                .collect();
+            let alts: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+            let grammar = format!(
+                "start ::= '{{' ({}) (', ' ({}))* '}}'; v ::= '0' | 'true' | '[' v ']'; {}",
+                alts.join(" | "),
+                alts.join(" | "),
+                keys.join(" ")
+            );
+            let last = format!("{{\"a{}\": [[0]], \"a64\": 0}}", n - 1);
+            check(
+                &grammar,
+                &[
+                    br#"{"a1": 0, "a10": [true], "a6": 0}"#,
+                    br#"{"a63": true}"#,
+                    last.as_bytes(),
+                ],
+            );
+        }
     }
 
     #[test]
