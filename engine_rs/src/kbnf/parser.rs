@@ -576,24 +576,30 @@ impl<'a> Parser<'a> {
         let usage = "write `any_order!(sep, a, b?, c*)`: a separator (`''` for none), then \
                      members; `?` at most once, `*` any number, `+` at least once, none: once; \
                      then optionally the least and most members in all";
-        self.expect(b"(", "`(`", usage)?;
-        self.skip_trivia()?;
-        let outer = std::mem::replace(&mut self.comma_ends_expr, true);
-        let result = self.any_order_args(usage);
-        self.comma_ends_expr = outer;
-        let (sep, members, counts) = result?;
-        self.expect(b")", "`)`", usage)?;
-        let counts = match counts.as_slice() {
-            [] => None,
-            [min] => Some((*min, u32::MAX)),
-            [min, max] => Some((*min, *max)),
-            _ => {
-                return Err(syntax(
-                    Span::new(start, self.pos),
-                    "`any_order!` takes at most two counts (the least and the most members)",
-                )
-                .hint(usage))
-            }
+        let (sep, members, counts) =
+            self.separated_members(start, "any_order", "member", usage, |member| {
+                Ok(match member.kind {
+                    ExprKind::Repeat { expr, min, max } => {
+                        let kind = match (min, max) {
+                            (0, Some(1)) => MemberKind::Optional,
+                            (0, None) => MemberKind::Many,
+                            (1, None) => MemberKind::Some,
+                            _ => {
+                                return Err(syntax(
+                                    member.span,
+                                    "an `any_order!` member may end in `?`, `*` or `+` only",
+                                )
+                                .hint(usage.to_owned()))
+                            }
+                        };
+                        (*expr, kind)
+                    }
+                    _ => (member, MemberKind::Once),
+                })
+            })?;
+        let counts = match counts {
+            (None, _) => None,
+            (Some(min), max) => Some((min, max.unwrap_or(u32::MAX))),
         };
         if let Some((min, max)) = counts {
             if max == 0 || min > max {
@@ -605,10 +611,6 @@ impl<'a> Parser<'a> {
                 .hint("it matches at least one member: write nothing as an alternative"));
             }
         }
-        let sep = match sep.kind {
-            ExprKind::Literal(ref b) if b.is_empty() => None,
-            _ => Some(Box::new(sep)),
-        };
         Ok(Expr {
             kind: ExprKind::AnyOrder {
                 sep,
@@ -626,25 +628,8 @@ impl<'a> Parser<'a> {
         let usage = "write `unique!(sep, item)` or `unique!(sep, p1, p2, item, min, max)`: a \
                      separator (`''` for none), the items (item i matches the i-th member, the \
                      last member every item after), then optionally the least and most items";
-        self.expect(b"(", "`(`", usage)?;
-        self.skip_trivia()?;
-        let outer = std::mem::replace(&mut self.comma_ends_expr, true);
-        let result = self.unique_args(usage);
-        self.comma_ends_expr = outer;
-        let (sep, members, counts) = result?;
-        self.expect(b")", "`)`", usage)?;
-        let (min, max) = match counts.as_slice() {
-            [] => (1, None),
-            [min] => (*min, None),
-            [min, max] => (*min, Some(*max)),
-            _ => {
-                return Err(syntax(
-                    Span::new(start, self.pos),
-                    "`unique!` takes at most two counts (the least and the most items)",
-                )
-                .hint(usage))
-            }
-        };
+        let (sep, members, counts) = self.separated_members(start, "unique", "item", usage, Ok)?;
+        let (min, max) = (counts.0.unwrap_or(1), counts.1);
         if min == 0 || max.is_some_and(|m| m < min) {
             return Err(Diagnostic::new(
                 ErrorKind::Semantic,
@@ -653,10 +638,6 @@ impl<'a> Parser<'a> {
             )
             .hint("it matches a non-empty list: write the empty list as an alternative"));
         }
-        let sep = match sep.kind {
-            ExprKind::Literal(ref b) if b.is_empty() => None,
-            _ => Some(Box::new(sep)),
-        };
         Ok(Expr {
             kind: ExprKind::Unique {
                 sep,
@@ -680,8 +661,54 @@ impl<'a> Parser<'a> {
         Ok(true)
     }
 
-    /// The separator, the members and the counts of `unique!` (see [`Parser::unique`]).
-    fn unique_args(&mut self, usage: &str) -> PResult<(Expr, Vec<Expr>, Vec<u32>)> {
+    /// `name!(sep, m1, ..., mk, min, max)` after the `!` (`start`: where the call starts, for
+    /// messages): the separator (`None` for `''`), the
+    /// members as `member` makes them from their expressions, and the optional counts, which
+    /// come after the members (an argument that starts with a digit is a count). `what` names a
+    /// member in messages.
+    #[allow(clippy::type_complexity)]
+    fn separated_members<M>(
+        &mut self,
+        start: usize,
+        name: &str,
+        what: &str,
+        usage: &str,
+        member: impl Fn(Expr) -> PResult<M>,
+    ) -> PResult<(Option<Box<Expr>>, Vec<M>, (Option<u32>, Option<u32>))> {
+        self.expect(b"(", "`(`", usage)?;
+        self.skip_trivia()?;
+        let outer = std::mem::replace(&mut self.comma_ends_expr, true);
+        let args = self.separated_member_args(name, what, usage, member);
+        self.comma_ends_expr = outer;
+        let (sep, members, counts) = args?;
+        self.expect(b")", "`)`", usage)?;
+        let counts = match counts.as_slice() {
+            [] => (None, None),
+            [min] => (Some(*min), None),
+            [min, max] => (Some(*min), Some(*max)),
+            _ => {
+                return Err(syntax(
+                    Span::new(start, self.pos),
+                    format!("`{name}!` takes at most two counts (the least and the most {what}s)"),
+                )
+                .hint(usage.to_owned()))
+            }
+        };
+        let sep = match sep.kind {
+            ExprKind::Literal(ref b) if b.is_empty() => None,
+            _ => Some(Box::new(sep)),
+        };
+        Ok((sep, members, counts))
+    }
+
+    /// The arguments of [`Parser::separated_members`], inside the parentheses.
+    fn separated_member_args<M>(
+        &mut self,
+        name: &str,
+        what: &str,
+        usage: &str,
+        member: impl Fn(Expr) -> PResult<M>,
+    ) -> PResult<(Expr, Vec<M>, Vec<u32>)> {
         let sep = self.alternation()?;
         let mut members = Vec::new();
         let mut counts = Vec::new();
@@ -689,65 +716,18 @@ impl<'a> Parser<'a> {
             if self.peek().is_some_and(|c| c.is_ascii_digit()) {
                 counts.push(self.number()?);
             } else if counts.is_empty() {
-                members.push(self.alternation()?);
+                members.push(member(self.alternation()?)?);
             } else {
-                return Err(
-                    syntax(self.here(), "`unique!` counts come after its members")
-                        .hint(usage.to_owned()),
-                );
+                return Err(syntax(
+                    self.here(),
+                    format!("`{name}!` counts come after the {what}s"),
+                )
+                .hint(usage.to_owned()));
             }
         }
         if members.is_empty() {
             return Err(
-                syntax(self.here(), "`unique!` needs at least one item").hint(usage.to_owned())
-            );
-        }
-        Ok((sep, members, counts))
-    }
-
-    /// The separator and the members of `any_order!` (see [`Parser::any_order`]).
-    #[allow(clippy::type_complexity)]
-    fn any_order_args(
-        &mut self,
-        usage: &str,
-    ) -> PResult<(Expr, Vec<(Expr, MemberKind)>, Vec<u32>)> {
-        let sep = self.alternation()?;
-        let mut members = Vec::new();
-        let mut counts = Vec::new();
-        while self.next_arg()? {
-            if self.peek().is_some_and(|c| c.is_ascii_digit()) {
-                counts.push(self.number()?);
-                continue;
-            }
-            if !counts.is_empty() {
-                return Err(
-                    syntax(self.here(), "`any_order!` counts come after the members")
-                        .hint(usage.to_owned()),
-                );
-            }
-            let member = self.alternation()?;
-            members.push(match member.kind {
-                ExprKind::Repeat { expr, min, max } => {
-                    let kind = match (min, max) {
-                        (0, Some(1)) => MemberKind::Optional,
-                        (0, None) => MemberKind::Many,
-                        (1, None) => MemberKind::Some,
-                        _ => {
-                            return Err(syntax(
-                                member.span,
-                                "an `any_order!` member may end in `?`, `*` or `+` only",
-                            )
-                            .hint(usage.to_owned()))
-                        }
-                    };
-                    (*expr, kind)
-                }
-                _ => (member, MemberKind::Once),
-            });
-        }
-        if members.is_empty() {
-            return Err(
-                syntax(self.here(), "`any_order!` needs at least one member")
+                syntax(self.here(), format!("`{name}!` needs at least one {what}"))
                     .hint(usage.to_owned()),
             );
         }
