@@ -260,12 +260,6 @@ impl Matcher {
             true => None,
             false => cg.counted_text_room(self.rec.scan_terminals()),
         };
-        // Short text bounded inside a tabulated automaton (e.g. a `maxLength: 3` string).
-        let tabulated_room =
-            match stable_text || counted_room.is_some() || self.rec.in_unique_item() {
-                true => None,
-                false => cg.tabulated_text_room(self.rec.scan_terminals()),
-            };
         if stable_text {
             // Inside free text: every slice token, plus the rest decided by their suffixes. The
             // state recurs at every position of the text (and of texts in the same place), so
@@ -295,22 +289,6 @@ impl Matcher {
             out.copy_from_slice(cg.index.slices_with_leads_upto(room));
             let skip = Skip::rest_dead(&cg.index, cg.counted_rest_dead(self.rec.scan_terminals()));
             walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, skip)?;
-        } else if let Some(room) = tabulated_room {
-            // The slice tokens that start few enough characters, plus the rest walked. The state
-            // recurs (in every value of this terminal): the mask is cached like a walked one.
-            let mut key = std::mem::take(&mut self.key);
-            let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
-            if !(keyed && cg.cached_mask(&key, out)) {
-                out.copy_from_slice(cg.index.slices_with_leads_upto(room));
-                let rest = rest_skip(&self.rec, &cg);
-                let work = walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, rest)?;
-                self.add_eos(out);
-                if keyed && work >= cg.work_worth_caching() {
-                    cg.store_mask(&key, out);
-                }
-            }
-            self.key = key;
-            return Ok(());
         } else if !first.is_empty() {
             let mut key = std::mem::take(&mut self.key);
             let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
@@ -318,8 +296,26 @@ impl Matcher {
                 self.key = key;
                 return Ok(());
             }
-            out.fill(0);
-            let work = self.fill_by_walking(&cg, &first, out)?;
+            // Short text bounded inside a tabulated automaton (e.g. a `maxLength: 3` string):
+            // the slice tokens that start few enough characters, plus the rest walked.
+            let room = match self.rec.in_unique_item() {
+                true => None,
+                false => cg.tabulated_text_room(self.rec.scan_terminals()),
+            };
+            let work = match room {
+                Some(room) => {
+                    out.copy_from_slice(cg.index.slices_with_leads_upto(room));
+                    let rest = rest_skip(&self.rec, &cg);
+                    let work =
+                        walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, rest)?;
+                    self.add_eos(out);
+                    work
+                }
+                None => {
+                    out.fill(0);
+                    self.fill_by_walking(&cg, &first, out)?
+                }
+            };
             if keyed && work >= cg.work_worth_caching() {
                 cg.store_mask(&key, out);
             }
