@@ -6,6 +6,7 @@
 mod automata;
 mod disk;
 mod grammar;
+mod heap;
 mod limits;
 mod mask;
 mod schema;
@@ -53,6 +54,8 @@ pub(crate) fn guard<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyRes
 
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // First, before the engine's heap holds anything (see `heap`).
+    heap::reserve_small_page_arena();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     automata::register(m)?;
     grammar::register(m)?;
