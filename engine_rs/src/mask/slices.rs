@@ -55,7 +55,7 @@ pub struct TokenIndex {
     pub words: usize,
     slice_dfa: Dfa,
     /// Every slice token with the number of characters it starts (its bytes outside
-    /// `0x80..=0xBF`), for length-counted terminals.
+    /// `0x80..=0xBF`), for length-counted terminals; ascending by that number.
     slice_leads: Vec<(u32, u32)>,
     /// `leads_upto[r]`: the mask of slice tokens starting at most `r` characters, built on first
     /// use (`r` below the largest count; above it, `all_slices`).
@@ -102,7 +102,8 @@ impl TokenIndex {
                 suffixes.push((id, &bytes[longest_slice_prefix(&slice_dfa, bytes)..]));
             }
         }
-        let max_leads = slice_leads.iter().map(|&(_, k)| k as usize).max();
+        slice_leads.sort_unstable_by_key(|&(id, leads)| (leads, id));
+        let max_leads = slice_leads.last().map(|&(_, k)| k as usize);
         let buckets: Vec<SliceBucket> = groups
             .into_iter()
             .filter(|g| !g.is_empty())
@@ -226,11 +227,16 @@ impl TokenIndex {
             return &self.all_slices;
         }
         self.leads_upto[r].get_or_init(|| {
-            let mut mask = vec![0u32; self.words];
-            for &(id, leads) in &self.slice_leads {
-                if leads as usize <= r {
-                    mask[id as usize / 32] |= 1 << (id % 32);
-                }
+            // Set the tokens that fit, or clear from every slice token those that do not:
+            // whichever are fewer (a room of tens of characters excludes only a few long tokens).
+            // Either way each listed bit flips (all of them are set in `all_slices`).
+            let fit = self.slice_leads.partition_point(|&(_, k)| k as usize <= r);
+            let (mut mask, flips) = match fit <= self.slice_leads.len() / 2 {
+                true => (vec![0u32; self.words], &self.slice_leads[..fit]),
+                false => (self.all_slices.clone(), &self.slice_leads[fit..]),
+            };
+            for &(id, _) in flips {
+                mask[id as usize / 32] ^= 1 << (id % 32);
             }
             mask
         })
@@ -744,6 +750,37 @@ mod tests {
             assert_eq!(index.rest_breaks[i] & !BREAK_INSIDE, want, "{:?}", path(i));
         }
         assert!(index.rest.num_tokens() == 9, "`abc` is a slice token");
+    }
+
+    /// `slices_with_leads_upto(r)` is exactly the slice tokens starting at most `r` characters,
+    /// whichever way it is built (set from empty for small rooms, cleared from every slice token
+    /// for large ones).
+    #[test]
+    fn slices_with_leads_upto_match_counting_every_token() {
+        let mut toks: Vec<Option<Vec<u8>>> = vec![None];
+        for n in 0..12usize {
+            toks.push(Some("a".repeat(n + 1).into_bytes()));
+            toks.push(Some("\u{e9}".repeat(n / 2 + 1).into_bytes())); // two bytes, one character
+            toks.push(Some(format!("{}\"", "b".repeat(n)).into_bytes())); // not a slice token
+        }
+        toks.push(Some(vec![0xC3])); // a partial character: one lead byte
+        toks.push(Some(vec![0xA9, b'x'])); // a continuation byte first: not a slice token
+        let vocab = crate::vocab::Vocabulary::from_byte_tokens(&toks, &[], None).unwrap();
+        let index = TokenIndex::new(&vocab);
+        let slice = |t: &[u8]| is_slice_prefix(&index.slice_dfa, t);
+        let leads = |t: &[u8]| t.iter().filter(|&&b| !is_continuation(b)).count();
+        assert_eq!(index.max_slice_leads(), 12);
+        for r in 0..=index.max_slice_leads() + 2 {
+            let got = index.slices_with_leads_upto(r);
+            for (id, t) in toks.iter().enumerate() {
+                let want = t.as_deref().is_some_and(|t| slice(t) && leads(t) <= r);
+                assert_eq!(
+                    got[id / 32] >> (id % 32) & 1 == 1,
+                    want,
+                    "room {r}, token {t:?}"
+                );
+            }
+        }
     }
 
     #[test]
