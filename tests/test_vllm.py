@@ -135,6 +135,38 @@ def test_mask_threads_follow_the_device() -> None:
     assert mask_threads(config("cuda")) == max(1, min(8, os.cpu_count() or 1))
 
 
+def test_native_mask_application_matches_vllms() -> None:
+    # The runner's batch order differs from the scheduler's, one request has speculative
+    # positions, one is not structured: every logit ends as vLLM's own function leaves it.
+    from types import SimpleNamespace
+
+    from vllm.v1.structured_output.utils import apply_grammar_bitmask
+
+    from structout.integrations.vllm.plugin import apply_rows_natively
+
+    rng = np.random.default_rng(7)
+    vocab, words = 200, 7  # 224 bits: the padding columns are outside the logits
+    spec = {"b": [5, 6], "c": []}
+    structured = ["c", "a", "b"]  # scheduler order; "b" takes 3 rows (2 drafts + bonus)
+    rows = sum(1 + len(spec.get(r, ())) for r in structured)
+    bits = rng.random((rows, words * 32)) < 0.3
+    bitmask = np.packbits(bits, axis=1, bitorder="little").view(np.int32)
+    runner_order = ["a", "free", "b", "c"]  # "free" has no grammar
+    n_logits = len(runner_order) + len(spec["b"])
+    scheduler_output = SimpleNamespace(scheduled_spec_decode_tokens=spec)
+    grammar_output = SimpleNamespace(
+        grammar_bitmask=bitmask, structured_output_request_ids=structured
+    )
+    batch = SimpleNamespace(req_ids=runner_order)
+    logits = torch.from_numpy(rng.standard_normal((n_logits, vocab)).astype(np.float32))
+    ours, theirs = logits.clone(), logits.clone()
+    apply_rows_natively(scheduler_output, grammar_output, batch, ours)
+    apply_grammar_bitmask(scheduler_output, grammar_output, batch, theirs)
+    assert torch.equal(ours, theirs)
+    masked = torch.isinf(ours).sum(dim=1).tolist()
+    assert masked[1] == 0 and all(m > 0 for i, m in enumerate(masked) if i != 1), masked
+
+
 def test_unsupported_vllm_gets_one_clear_error_only_when_selected() -> None:
     code = (
         "import vllm; vllm.__version__ = '0.99.0'\n"

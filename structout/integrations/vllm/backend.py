@@ -59,6 +59,17 @@ _JSON_KINDS = ("JSON", "JSON_OBJECT")
 #: "Tokens left" the guard is told: a backend does not know the request's budget.
 _UNKNOWN_BUDGET = 1 << 30
 
+#: Structout backends alive in this process (created, not destroyed): while there is one, the
+#: engine here constrains with structout, and the plugin applies the batch's bitmask to CPU
+#: logits natively (see ``plugin._wrap_apply_grammar_bitmask``).
+_live_backends = 0
+_live_lock = threading.Lock()
+
+
+def serves_this_process() -> bool:
+    """Whether a structout backend is alive in this process."""
+    return _live_backends > 0
+
 
 def loop_guard_from_env() -> LoopGuard | None:
     """The loop guard settings of this server: ``STRUCTOUT_LOOP_GUARD`` = ``1``/``true``/``on``
@@ -247,6 +258,10 @@ class StructoutBackend(StructuredOutputBackend):
         #: The loop guard for JSON requests (``STRUCTOUT_LOOP_GUARD``), and what it needs.
         self.loop_guard = loop_guard_from_env()
         self._closers: tuple[TokenClosers, list[bytes]] | None = None
+        global _live_backends
+        with _live_lock:
+            _live_backends += 1
+        self._alive = True
 
     def vocabulary(self) -> Any:
         """The structout vocabulary of the engine's tokenizer (built on first use)."""
@@ -302,6 +317,11 @@ class StructoutBackend(StructuredOutputBackend):
 
     def destroy(self) -> None:
         self._vocab = None
+        global _live_backends
+        with _live_lock:
+            if self._alive:
+                self._alive = False
+                _live_backends -= 1
 
 
 def _vocabulary_for(vllm_config: Any, size: int) -> Any:

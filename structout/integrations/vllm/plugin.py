@@ -2,7 +2,7 @@
 
 vLLM runs every ``vllm.general_plugins`` entry point in each of its processes (the API server
 before it parses ``--structured-outputs-config``, the engine core, the workers);
-:func:`register` is structout's. It changes three things of vLLM at run time, nothing else:
+:func:`register` is structout's. It changes five things of vLLM at run time, nothing else:
 
 1. ``StructuredOutputsConfig.backend`` accepts ``"structout"`` (its ``Literal`` is extended and
    the pydantic dataclass rebuilt: this covers ``--structured-outputs-config`` JSON and
@@ -13,6 +13,12 @@ before it parses ``--structured-outputs-config``, the engine core, the workers);
    never falls through to vLLM's ``"auto"`` choice of another backend.
 3. ``StructuredOutputManager.grammar_init`` creates a :class:`StructoutBackend` when the
    request's backend is ``"structout"``; other backends are created by vLLM as before.
+4. ``StructuredOutputManager.grammar_bitmask``, with a structout backend and no speculative
+   tokens, fills the batch's rows in one native call.
+5. The model runner's ``apply_grammar_bitmask``, while a structout backend lives in the process
+   and the logits are float32 on the CPU, applies the mask with structout's native kernel
+   (vLLM's CPU path calls XGrammar's, about 1.2 ms for 8 rows of a 49,152-token vocabulary with
+   few tokens allowed, against 40 us); on an accelerator, and for other backends, vLLM's own.
 
 Invariants: :func:`register` is idempotent and never raises (vLLM runs it for every user, who
 may not want structout); on a vLLM outside :data:`SUPPORTED_VLLM` it patches nothing but the
@@ -64,10 +70,22 @@ def register() -> None:
                 _wrap_validation()
                 _wrap_grammar_init()
                 _wrap_grammar_bitmask()
+                _wrap_apply_grammar_bitmask()
             # Last: the name is accepted only once the backend works (or refuses clearly).
             _accept_backend_name(None if supported else version)
         except Exception:  # never break vLLM for users of other backends
             logger.exception("structout: cannot register its vLLM backend; it is unavailable")
+
+
+def _install(owner: Any, name: str, wrap: Callable[[Any], Callable[..., Any]]) -> None:
+    """Sets ``owner.<name>`` to ``wrap(original)`` (carrying the original's name and docs), once:
+    a second registration finds the mark and wraps nothing twice."""
+    original = getattr(owner, name)
+    if getattr(original, _MARK, False):
+        return
+    wrapper = functools.update_wrapper(wrap(original), original)
+    setattr(wrapper, _MARK, True)
+    setattr(owner, name, wrapper)
 
 
 # ------------------------------------------------------------------------------------- versions
@@ -130,21 +148,18 @@ def _refuse(version: str) -> Callable[[str], str]:
 def _wrap_validation() -> None:
     from vllm.sampling_params import SamplingParams
 
-    original = SamplingParams._validate_structured_outputs
-    if getattr(original, _MARK, False):
-        return
+    def wrap(original: Any) -> Callable[..., Any]:
+        def _validate_structured_outputs(
+            self: Any, model_config: Any, structured_outputs_config: Any, tokenizer: Any
+        ) -> None:
+            if getattr(structured_outputs_config, "backend", None) != BACKEND:
+                original(self, model_config, structured_outputs_config, tokenizer)
+                return
+            validate_request(self, model_config, tokenizer)
 
-    @functools.wraps(original)
-    def _validate_structured_outputs(
-        self: Any, model_config: Any, structured_outputs_config: Any, tokenizer: Any
-    ) -> None:
-        if getattr(structured_outputs_config, "backend", None) != BACKEND:
-            original(self, model_config, structured_outputs_config, tokenizer)
-            return
-        validate_request(self, model_config, tokenizer)
+        return _validate_structured_outputs
 
-    setattr(_validate_structured_outputs, _MARK, True)
-    SamplingParams._validate_structured_outputs = _validate_structured_outputs
+    _install(SamplingParams, "_validate_structured_outputs", wrap)
 
 
 def validate_request(params: Any, model_config: Any, tokenizer: Any) -> None:
@@ -203,25 +218,22 @@ def validate_request(params: Any, model_config: Any, tokenizer: Any) -> None:
 def _wrap_grammar_init() -> None:
     from vllm.v1.structured_output import StructuredOutputManager
 
-    original = StructuredOutputManager.grammar_init
-    if getattr(original, _MARK, False):
-        return
+    def wrap(original: Any) -> Callable[..., Any]:
+        def grammar_init(self: Any, request: Any) -> None:
+            if self.backend is None and _requests_structout(request):
+                from structout.integrations.vllm.backend import StructoutBackend
 
-    @functools.wraps(original)
-    def grammar_init(self: Any, request: Any) -> None:
-        if self.backend is None and _requests_structout(request):
-            from structout.integrations.vllm.backend import StructoutBackend
+                # vLLM keeps one backend per engine and creates it only while it has none.
+                self.backend = StructoutBackend(
+                    self.vllm_config,
+                    tokenizer=self.tokenizer,
+                    vocab_size=self.vllm_config.model_config.get_vocab_size(),
+                )
+            original(self, request)
 
-            # vLLM keeps one backend per engine and creates it only while it has none.
-            self.backend = StructoutBackend(
-                self.vllm_config,
-                tokenizer=self.tokenizer,
-                vocab_size=self.vllm_config.model_config.get_vocab_size(),
-            )
-        original(self, request)
+        return grammar_init
 
-    setattr(grammar_init, _MARK, True)
-    StructuredOutputManager.grammar_init = grammar_init
+    _install(StructuredOutputManager, "grammar_init", wrap)
 
 
 def _requests_structout(request: Any) -> bool:
@@ -238,49 +250,108 @@ def _wrap_grammar_bitmask() -> None:
     row, in Python). Otherwise, and for other backends, vLLM's method runs as it is."""
     from vllm.v1.structured_output import StructuredOutputManager
 
-    original = StructuredOutputManager.grammar_bitmask
-    if getattr(original, _MARK, False):
-        return
+    def wrap(original: Any) -> Callable[..., Any]:
+        def grammar_bitmask(
+            self: Any,
+            requests: Any,
+            structured_output_request_ids: list[str],
+            scheduled_spec_decode_tokens: Any,
+        ) -> Any:
+            from structout.integrations.vllm.backend import StructoutBackend
 
-    @functools.wraps(original)
-    def grammar_bitmask(
-        self: Any,
-        requests: Any,
-        structured_output_request_ids: list[str],
-        scheduled_spec_decode_tokens: Any,
-    ) -> Any:
-        from structout.integrations.vllm.backend import StructoutBackend
-
-        if (
-            not structured_output_request_ids
-            or not isinstance(self.backend, StructoutBackend)
-            or self.vllm_config.num_speculative_tokens
-        ):
-            return original(
-                self, requests, structured_output_request_ids, scheduled_spec_decode_tokens
-            )
-        if self._grammar_bitmask is None:
-            max_rows = self.vllm_config.scheduler_config.max_num_seqs
-            self._grammar_bitmask = self.backend.allocate_token_bitmask(max_rows)
-        bitmask = self._grammar_bitmask
-        live = []
-        for index, req_id in enumerate(structured_output_request_ids):
-            request = requests[req_id]
-            grammar = request.structured_output_request.grammar
-            # As vLLM's loop: masked once the grammar applies (not while reasoning) and until
-            # it terminated; other rows allow every token.
             if (
-                self._get_constraint_bounds(request, ()).constraint_start == 0
-                and not grammar.is_terminated()
+                not structured_output_request_ids
+                or not isinstance(self.backend, StructoutBackend)
+                or self.vllm_config.num_speculative_tokens
             ):
-                live.append((grammar, index))
-            else:
-                bitmask[index].fill_(self._full_mask)
-        StructoutBackend.fill_rows(bitmask, live, mask_threads(self.vllm_config))
-        return bitmask[: len(structured_output_request_ids)].numpy()
+                return original(
+                    self, requests, structured_output_request_ids, scheduled_spec_decode_tokens
+                )
+            if self._grammar_bitmask is None:
+                max_rows = self.vllm_config.scheduler_config.max_num_seqs
+                self._grammar_bitmask = self.backend.allocate_token_bitmask(max_rows)
+            bitmask = self._grammar_bitmask
+            live = []
+            for index, req_id in enumerate(structured_output_request_ids):
+                request = requests[req_id]
+                grammar = request.structured_output_request.grammar
+                # As vLLM's loop: masked once the grammar applies (not while reasoning) and until
+                # it terminated; other rows allow every token.
+                if (
+                    self._get_constraint_bounds(request, ()).constraint_start == 0
+                    and not grammar.is_terminated()
+                ):
+                    live.append((grammar, index))
+                else:
+                    bitmask[index].fill_(self._full_mask)
+            StructoutBackend.fill_rows(bitmask, live, mask_threads(self.vllm_config))
+            return bitmask[: len(structured_output_request_ids)].numpy()
 
-    setattr(grammar_bitmask, _MARK, True)
-    StructuredOutputManager.grammar_bitmask = grammar_bitmask
+        return grammar_bitmask
+
+    _install(StructuredOutputManager, "grammar_bitmask", wrap)
+
+
+# ------------------------------------------------------------- 5. applying it to the logits
+def _wrap_apply_grammar_bitmask() -> None:
+    """The model runner's ``apply_grammar_bitmask`` (a name its module imported) with structout's
+    kernel for CPU float32 logits while a structout backend lives here (see the module docs)."""
+    import vllm.v1.worker.gpu_model_runner as runner
+
+    def wrap(original: Any) -> Callable[..., Any]:
+        def apply_grammar_bitmask(
+            scheduler_output: Any, grammar_output: Any, input_batch: Any, logits: Any
+        ) -> None:
+            import torch
+
+            from structout.integrations.vllm.backend import serves_this_process
+
+            bitmask = grammar_output.grammar_bitmask
+            if (
+                serves_this_process()
+                and logits.is_cpu
+                and logits.dtype == torch.float32
+                and logits.dim() == 2
+                and logits.shape[1] <= bitmask.shape[1] * 32  # no columns the bitmask leaves out
+            ):
+                apply_rows_natively(scheduler_output, grammar_output, input_batch, logits)
+            else:
+                original(scheduler_output, grammar_output, input_batch, logits)
+
+        return apply_grammar_bitmask
+
+    _install(runner, "apply_grammar_bitmask", wrap)
+
+
+def apply_rows_natively(
+    scheduler_output: Any, grammar_output: Any, input_batch: Any, logits: Any
+) -> None:
+    """vLLM's row mapping (the bitmask holds the structured requests in the scheduler's order,
+    each followed by its speculative positions; the logits follow the runner's batch, each
+    request's positions shifted by the speculative tokens before it), then one native pass:
+    every logit whose bit is clear becomes ``-inf``; rows of other requests stay as they are."""
+    import numpy as np
+
+    from structout.bitmask import apply_token_bitmask_
+
+    bitmask = grammar_output.grammar_bitmask
+    spec = scheduler_output.scheduled_spec_decode_tokens
+    wanted = set(grammar_output.structured_output_request_ids)
+    logit_row: dict[str, int] = {}
+    offset = 0
+    for batch_index, req_id in enumerate(input_batch.req_ids):
+        if req_id in wanted:
+            logit_row[req_id] = batch_index + offset
+        offset += len(spec.get(req_id, ()))
+    ordered = np.full((logits.shape[0], bitmask.shape[1]), -1, dtype=np.int32)
+    source = 0
+    for req_id in grammar_output.structured_output_request_ids:
+        positions = 1 + len(spec.get(req_id, ()))
+        row = logit_row.get(req_id)
+        if row is not None:
+            ordered[row : row + positions] = bitmask[source : source + positions]
+        source += positions
+    apply_token_bitmask_(logits, ordered)
 
 
 def mask_threads(vllm_config: Any) -> int:
