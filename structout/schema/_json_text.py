@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from operator import is_
+from typing import Any
 
 from structout.lru import LRU
 
@@ -481,37 +482,63 @@ print_once(GENERIC_CHAR)
 
 
 def factor(node: rx.Node) -> rx.Node:
-    """Factor common prefixes out of alternations of literals (smaller regexes for enums)."""
+    """Factor common prefixes out of alternations of literals (smaller regexes for enums).
+
+    The last alternation factored is remembered by identity: the emitter factors a string
+    language for its one-walk printing and, when that declines, again for the general path."""
+    global _LAST_FACTORED
     if node[0] != "alt":
         return node
-    items = list(node[1])
-    seqs: list[tuple[rx.Node, ...]] = []
-    for it in items:
-        seqs.append(it[1] if it[0] == "cat" else (it,))
-    return _factor_seqs(seqs)
+    last = _LAST_FACTORED
+    if last[0] is node:
+        return last[1]
+    seqs = [it[1] if it[0] == "cat" else (it,) for it in node[1]]
+    factored = _factor_seqs(seqs, 0)
+    _LAST_FACTORED = (node, factored)  # (the node is kept: its id stays its own)
+    return factored
 
 
-def _factor_seqs(seqs: list[tuple[rx.Node, ...]]) -> rx.Node:
-    groups: dict[rx.Node, list[tuple[rx.Node, ...]]] = {}
-    order: list[rx.Node | None] = []
+#: ``(node, factor(node))`` of the last alternation :func:`factor` factored.
+_LAST_FACTORED: tuple[rx.Node, rx.Node] = (rx.NONE, rx.NONE)
+
+#: The key :func:`_factor_seqs` groups the interned one-character nodes (``rx.lit``'s) under, by
+#: identity: their code point, as for every other set of one code point (no hash of a node).
+_CHAR_KEY: dict[int, int] = {id(n): o for o, n in enumerate(rx._ASCII_SETS)}
+
+
+def _factor_seqs(seqs: list[tuple[rx.Node, ...]], start: int) -> rx.Node:
+    """The alternation of the sequences' suffixes from ``start`` on, common prefixes factored
+    (branches in the order of their first sequence)."""
+    groups: dict[Any, list[tuple[rx.Node, ...]]] = {}
+    heads: list[tuple[Any, rx.Node]] = []  # (group key, the group's first head)
     empty = False
+    key_of = _CHAR_KEY.get
     for sq in seqs:
-        if not sq:
+        if len(sq) <= start:
             empty = True
             continue
-        head = sq[0]
-        if head not in groups:
-            groups[head] = []
-            order.append(head)
-        groups[head].append(sq[1:])
-    branches = []
-    for first in order:
-        assert first is not None  # only heads of non-empty sequences are listed
-        rests = groups[first]
-        if len(rests) == 1:
-            branches.append(rx.cat(first, *rests[0]))
+        head = sq[start]
+        # equal heads share a group: a set of one code point under that code point (whether
+        # interned or not), any other node under itself
+        key: Any = key_of(id(head))
+        if key is None:
+            key = head
+            if head[0] == "set" and len(head[1]) == 1 and head[1][0][0] == head[1][0][1]:
+                key = head[1][0][0]
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [sq]
+            heads.append((key, head))
         else:
-            branches.append(rx.cat(first, _factor_seqs(rests)))
+            group.append(sq)
+    branches = []
+    rest = start + 1
+    for key, first in heads:
+        members = groups[key]
+        if len(members) == 1:
+            branches.append(rx.cat(first, *members[0][rest:]))
+        else:
+            branches.append(rx.cat(first, _factor_seqs(members, rest)))
     if empty:
         branches.append(rx.EPS)
     return rx.alt(*branches)

@@ -204,6 +204,33 @@ def _py_regex(node: rx.Node) -> re.Pattern[str]:
     return re.compile(rx.to_python(node), re.DOTALL)
 
 
+def _literal_prefix(node: rx.Node) -> str:
+    """The characters that every string of the language starts with, as far as the regex spells
+    them out: its leading sets of one code point."""
+    items = node[1] if node[0] == "cat" else (node,)
+    chars: list[str] = []
+    for x in items:
+        if x[0] != "set" or len(x[1]) != 1 or x[1][0][0] != x[1][0][1]:
+            break
+        chars.append(chr(x[1][0][0]))
+    return "".join(chars)
+
+
+#: ``id(node) -> (node, _literal_prefix(node))`` of the regexes :func:`matches` tested (the node
+#: is kept, so its id stays its own): a word without that prefix is refused without compiling
+#: the regex (an object's named keys against a patternProperties pattern `^name_(...)$`).
+_PREFIX_CACHE: dict[int, tuple[rx.Node, str]] = {}
+
+
+def _full_match(node: rx.Node, s: str) -> bool:
+    got = _PREFIX_CACHE.get(id(node))
+    if got is None or got[0] is not node:
+        if len(_PREFIX_CACHE) >= 4096:
+            _PREFIX_CACHE.clear()
+        got = _PREFIX_CACHE[id(node)] = (node, _literal_prefix(node))
+    return s.startswith(got[1]) and _py_regex(node).fullmatch(s) is not None
+
+
 def matches(f: Formula, s: str) -> bool:
     t = f[0]
     if t == "all":
@@ -211,7 +238,7 @@ def matches(f: Formula, s: str) -> bool:
     if t == "nothing":
         return False
     if t == "re":
-        return _py_regex(f[1]).fullmatch(s) is not None
+        return _full_match(f[1], s)
     if t == "and":
         return all(matches(x, s) for x in f[1])
     if t == "or":
