@@ -740,3 +740,53 @@ def test_dfa_rules_render_as_add_rule_does_and_share_terminals() -> None:
     edges = first.live_edges()[1]
     plain = {f'#"{tr.to_rust(rx.cset(c))}"' for row in edges for c in row.values()}
     assert terminals("raw_s") == plain != terminals("key_s")
+
+
+_CYCLE_FREE_SCHEMAS = [
+    {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "next": {"$ref": "#"}},
+        "patternProperties": {"^name_[a-z]{2}(-[A-Z]{2})?$": {"type": "string"}},
+        "additionalProperties": {"type": "string", "format": "date-time"},
+    },
+    {"type": "array", "items": {"enum": [f"w{i}" for i in range(300)]}, "uniqueItems": True},
+    {"anyOf": [{"type": "string", "pattern": "^(ab|b)+c?$"}, {"type": "number", "minimum": 3}]},
+    {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "propertyNames": {"pattern": "^[a-c]+$"},
+        "minProperties": 1,
+    },
+]
+
+
+@pytest.mark.parametrize("schema", _CYCLE_FREE_SCHEMAS)
+def test_translation_leaves_no_reference_cycles(schema: dict[str, object]) -> None:
+    """Everything a translation allocates is freed by reference counting (no recursive
+    closures, no object graph pointing back at itself), so the garbage collector, paused during
+    the translation, has nothing of it to walk afterwards; and the pause ends with the call."""
+    import gc
+
+    to_kbnf(json.loads(json.dumps(schema)))  # (process-wide memo tables filled first)
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        text = translate(json.loads(json.dumps(schema))).kbnf
+        assert not gc.isenabled()  # (a pause inside a pause leaves the collector off)
+        assert text and gc.collect() == 0
+    finally:
+        if was:
+            gc.enable()
+    assert gc.isenabled() == was
+    to_kbnf(json.loads(json.dumps(schema)), whitespace="flexible")
+    assert gc.isenabled() == was
+
+
+def test_translation_resumes_the_collector_after_an_error() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with pytest.raises(UnsupportedSchemaError):
+        to_kbnf({"type": "string", "pattern": "(a)\\1"})
+    assert gc.isenabled()

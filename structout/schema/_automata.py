@@ -488,24 +488,6 @@ class DFA:
         size_memo: dict[int, int] = {}
         measured: list[rx.Node] = []
 
-        def sized(node: rx.Node) -> int:
-            got = size_memo.get(id(node))
-            if got is not None:
-                return got
-            t = node[0]
-            if t in ("cat", "alt"):
-                n = 1
-                for x in node[1]:  # most children are measured already: no call for them
-                    got = size_memo.get(id(x))
-                    n += sized(x) if got is None else got
-            elif t == "rep":
-                n = 1 + sized(node[1])
-            else:
-                n = rx.size(node)
-            size_memo[id(node)] = n
-            measured.append(node)
-            return n
-
         def cost(s: int) -> int:
             return (len(bwd[s]) - (s in bwd[s])) * (len(fwd[s]) - (s in fwd[s]))
 
@@ -536,7 +518,7 @@ class DFA:
                     old = fwd[i].get(j)
                     new = path if old is None else rx.alt(old, path)
                     new = simplify_chain(new)
-                    total = sized(new)
+                    total = _sized(new, size_memo, measured)
                     if total > max_size:
                         return None
                     fwd[i][j] = new
@@ -548,6 +530,27 @@ class DFA:
                 heappush(heap, (cost(s), -s))
         res = fwd[S].get(F, rx.NONE)
         return res
+
+
+def _sized(node: rx.Node, size_memo: dict[int, int], measured: list[rx.Node]) -> int:
+    """``rx.size(node)``, memoized by identity in ``size_memo`` (the nodes measured are kept in
+    ``measured``); see :meth:`DFA.to_regex`."""
+    got = size_memo.get(id(node))
+    if got is not None:
+        return got
+    t = node[0]
+    if t in ("cat", "alt"):
+        n = 1
+        for x in node[1]:  # most children are measured already: no call for them
+            got = size_memo.get(id(x))
+            n += _sized(x, size_memo, measured) if got is None else got
+    elif t == "rep":
+        n = 1 + _sized(node[1], size_memo, measured)
+    else:
+        n = rx.size(node)
+    size_memo[id(node)] = n
+    measured.append(node)
+    return n
 
 
 def simplify_chain(node: rx.Node) -> rx.Node:

@@ -198,35 +198,36 @@ def encode_json(node: rx.Node, compact: bool = False) -> rx.Node:
     it is in the form ``rx.cat``/``rx.alt`` build (see :func:`_normal`), since rebuilding it
     would give an equal node; the output is the same as rebuilding every node.
     """
-    memo: dict[int, tuple[rx.Node, rx.Node]] = {}
+    return _encode_part(node, compact, {})
 
-    def enc(n: rx.Node) -> rx.Node:
-        got = memo.get(id(n))
-        if got is not None:
-            return got[1]
-        t = n[0]
-        res: rx.Node
-        if id(n) in _SELF_SPELLED_ASCII:
-            res = n  # (what encode_set gives for a character JSON spells only as itself)
-        elif t == "set":
-            res = encode_set(n[1], compact)
-            if res == n:
-                res = n
-        elif t == "cat" or t == "alt":
-            kids = [enc(x) for x in n[1]]
-            if all(map(is_, kids, n[1])) and _normal(n):
-                res = n
-            else:
-                res = rx.cat(*kids) if t == "cat" else rx.alt(*kids)
-        elif t == "rep":
-            body = enc(n[1])
-            res = n if body is n[1] else rx.rep(body, n[2], n[3])
-        else:
+
+def _encode_part(n: rx.Node, compact: bool, memo: dict[int, tuple[rx.Node, rx.Node]]) -> rx.Node:
+    """:func:`encode_json` of a part, ``memo`` holding the parts encoded so far by identity (a
+    module function: see :func:`_print_part`)."""
+    got = memo.get(id(n))
+    if got is not None:
+        return got[1]
+    t = n[0]
+    res: rx.Node
+    if id(n) in _SELF_SPELLED_ASCII:
+        res = n  # (what encode_set gives for a character JSON spells only as itself)
+    elif t == "set":
+        res = encode_set(n[1], compact)
+        if res == n:
             res = n
-        memo[id(n)] = (n, res)
-        return res
-
-    return enc(node)
+    elif t == "cat" or t == "alt":
+        kids = [_encode_part(x, compact, memo) for x in n[1]]
+        if all(map(is_, kids, n[1])) and _normal(n):
+            res = n
+        else:
+            res = rx.cat(*kids) if t == "cat" else rx.alt(*kids)
+    elif t == "rep":
+        body = _encode_part(n[1], compact, memo)
+        res = n if body is n[1] else rx.rep(body, n[2], n[3])
+    else:
+        res = n
+    memo[id(n)] = (n, res)
+    return res
 
 
 #: Ids of the interned one-character nodes (``rx.lit``'s) of the characters JSON spells only as
@@ -446,35 +447,39 @@ def is_constant(node: rx.Node) -> bool:
 
 
 def _print(node: rx.Node) -> str:
-    memo = dict(_CONSTANT_PARTS)
+    return _print_part(node, dict(_CONSTANT_PARTS))
 
-    def pr(n: rx.Node) -> str:
-        got = memo.get(id(n))
-        if got is not None:
-            return got[1]
-        t = n[0]
-        if t == "eps":
-            res = "(?:)"
-        elif t == "none":
-            res = "[^\\x00-\\U0010FFFF]"
-        elif t == "set":
-            res = _set_text(n[1])
-        elif t == "cat":
-            res = "".join([f"(?:{pr(x)})" if x[0] == "alt" else pr(x) for x in n[1]])
-        elif t == "alt":
-            res = "|".join(map(pr, n[1]))
-        elif t == "rep":
-            inner = n[1]
-            text = pr(inner)
-            if inner[0] in ("cat", "alt", "rep", "eps"):
-                text = f"(?:{text})"
-            res = text + rx.quantifier(n[2], n[3])
-        else:
-            raise AssertionError(t)
-        memo[id(n)] = (n, res)
-        return res
 
-    return pr(node)
+def _print_part(n: rx.Node, memo: dict[int, tuple[rx.Node, str]]) -> str:
+    """:func:`_print` of a part, ``memo`` holding the parts printed so far by identity. (A
+    module function, not a closure calling itself: such a closure is a reference cycle, which
+    would keep the memo until the garbage collector runs.)"""
+    got = memo.get(id(n))
+    if got is not None:
+        return got[1]
+    t = n[0]
+    if t == "eps":
+        res = "(?:)"
+    elif t == "none":
+        res = "[^\\x00-\\U0010FFFF]"
+    elif t == "set":
+        res = _set_text(n[1])
+    elif t == "cat":
+        res = "".join(
+            [f"(?:{_print_part(x, memo)})" if x[0] == "alt" else _print_part(x, memo) for x in n[1]]
+        )
+    elif t == "alt":
+        res = "|".join([_print_part(x, memo) for x in n[1]])
+    elif t == "rep":
+        inner = n[1]
+        text = _print_part(inner, memo)
+        if inner[0] in ("cat", "alt", "rep", "eps"):
+            text = f"(?:{text})"
+        res = text + rx.quantifier(n[2], n[3])
+    else:
+        raise AssertionError(t)
+    memo[id(n)] = (n, res)
+    return res
 
 
 # the character of every generic and counted JSON string

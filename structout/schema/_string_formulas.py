@@ -304,33 +304,36 @@ def _leaves(f: Formula, out: list[rx.Node]) -> None:
 def _compiled(f: Formula) -> tuple[list[rx.Node], Callable[[tuple[bool, ...]], bool]]:
     """Leaves of ``f`` and an evaluator of ``f`` given which leaves accept."""
     leaves: list[rx.Node] = []
-    index: dict[rx.Node, int] = {}
-
-    def build(g: Formula) -> Callable[[tuple[bool, ...]], bool]:
-        t = g[0]
-        if t == "all":
-            return lambda v: True
-        if t == "nothing":
-            return lambda v: False
-        if t == "re":
-            node = g[1]
-            if node not in index:
-                index[node] = len(leaves)
-                leaves.append(node)
-            i = index[node]
-            return lambda v: v[i]
-        if t == "not":
-            inner = build(g[1])
-            return lambda v: not inner(v)
-        if t == "cfg":
-            raise NotRegular(f"format {g[1]!r} combined with other string constraints")
-        parts = [build(x) for x in g[1]]
-        if t == "and":
-            return lambda v: all(p(v) for p in parts)
-        return lambda v: any(p(v) for p in parts)
-
-    ev = build(f)
+    ev = _evaluator(f, leaves, {})
     return leaves, ev
+
+
+def _evaluator(
+    g: Formula, leaves: list[rx.Node], index: dict[rx.Node, int]
+) -> Callable[[tuple[bool, ...]], bool]:
+    """The evaluator of ``g``, its leaves numbered in ``index`` and listed in ``leaves`` (a
+    module function, not a closure calling itself: such a closure is a reference cycle)."""
+    t = g[0]
+    if t == "all":
+        return lambda v: True
+    if t == "nothing":
+        return lambda v: False
+    if t == "re":
+        node = g[1]
+        if node not in index:
+            index[node] = len(leaves)
+            leaves.append(node)
+        i = index[node]
+        return lambda v: v[i]
+    if t == "not":
+        inner = _evaluator(g[1], leaves, index)
+        return lambda v: not inner(v)
+    if t == "cfg":
+        raise NotRegular(f"format {g[1]!r} combined with other string constraints")
+    parts = [_evaluator(x, leaves, index) for x in g[1]]
+    if t == "and":
+        return lambda v: all(p(v) for p in parts)
+    return lambda v: any(p(v) for p in parts)
 
 
 def to_dfa(f: Formula) -> am.DFA:

@@ -139,29 +139,9 @@ class RuleSet:
         others) or on rules nested deeper than :data:`MAX_DEPTH_FIRST`."""
         rules, refs = self.rules, self.refs
         known: dict[str, bool | None] = {}  # None: being decided
-
-        def decide(name: str, depth: int) -> bool:
-            if depth > MAX_DEPTH_FIRST:
-                raise _NotDecided
-            known[name] = None
-            ok = False
-            for deps in refs[name]:
-                for d in deps:
-                    if d in rules:
-                        k = known[d] if d in known else decide(d, depth + 1)
-                        if k is None:
-                            raise _NotDecided
-                        if not k:
-                            break
-                else:
-                    ok = True
-                    break
-            known[name] = ok
-            return ok
-
         for name in rules:
             if name not in known:
-                decide(name, 0)
+                _decide(name, 0, rules, refs, known)
         return {name for name, ok in known.items() if ok}
 
     def _productive_worklist(self) -> set[str]:
@@ -194,6 +174,36 @@ class RuleSet:
                     productive.add(w[0])
                     queue.append(w[0])
         return productive
+
+
+def _decide(
+    name: str,
+    depth: int,
+    rules: dict[str, list[str]],
+    refs: dict[str, list[list[str]]],
+    known: dict[str, bool | None],
+) -> bool:
+    """Whether rule ``name`` is productive, deciding the rules it uses first (see
+    :meth:`RuleSet._productive_depth_first`). A module function, not a closure calling itself:
+    such a closure is a reference cycle, which would keep the rules until the garbage collector
+    runs."""
+    if depth > MAX_DEPTH_FIRST:
+        raise _NotDecided
+    known[name] = None
+    ok = False
+    for deps in refs[name]:
+        for d in deps:
+            if d in rules:
+                k = known[d] if d in known else _decide(d, depth + 1, rules, refs, known)
+                if k is None:
+                    raise _NotDecided
+                if not k:
+                    break
+        else:
+            ok = True
+            break
+    known[name] = ok
+    return ok
 
 
 #: Deepest rule nesting :meth:`RuleSet._productive_depth_first` follows (recursively).
