@@ -790,3 +790,17 @@ def test_translation_resumes_the_collector_after_an_error() -> None:
     with pytest.raises(UnsupportedSchemaError):
         to_kbnf({"type": "string", "pattern": "(a)\\1"})
     assert gc.isenabled()
+
+
+def test_prune_drops_unproductive_alternatives_and_unreachable_rules() -> None:
+    from structout.schema._emit.rules import RuleSet
+
+    rules = RuleSet()
+    rules.add_rule("start", [["a"], ["b"], ["dead", "b"]])
+    rules.add_rule("a", [["'x'"], ["dead"], ["a", "'w'"]])
+    rules.add_rule("b", [["'y'"], ["a", "b"]])
+    rules.add_rule("dead", [["dead", "'z'"]])  # (derives no text: only through itself)
+    rules.add_rule("unused", [["'q'"]])
+    b_texts = rules.rules["b"]
+    assert rules.render_rules(None) == "start ::= a | b;\na ::= 'x' | a 'w';\nb ::= 'y' | a b;\n"
+    assert rules.rules["b"] == b_texts and rules.refs["a"] == [[], ["a"]]

@@ -118,9 +118,11 @@ class RuleSet:
                         stack.append(d)
         if dead:
             for name in reach:
-                kept = [i for i, deps in enumerate(refs[name]) if dead.isdisjoint(deps)]
-                rules[name] = [rules[name][i] for i in kept]
-                refs[name] = [refs[name][i] for i in kept]
+                uses = refs[name]
+                kept = [i for i, deps in enumerate(uses) if dead.isdisjoint(deps)]
+                if len(kept) < len(uses):  # (else the rule stays as it is)
+                    rules[name] = [rules[name][i] for i in kept]
+                    refs[name] = [uses[i] for i in kept]
         if len(reach) < len(rules):
             self.rules = {k: v for k, v in rules.items() if k in reach}
             self.refs = {k: v for k, v in refs.items() if k in reach}
