@@ -32,15 +32,14 @@ def _translation_steps(
     and checked once). By default what to_kbnf does, in two steps: the engine's common shape
     first (``quick``: kept in memory only, cheaper than a disk lookup), then the Python
     translator; a custom ``translate`` alone otherwise."""
-    from structout.schema import TranslatorOptions, common_shape_kbnf
-    from structout.schema import translate as python_translator
+    from structout.schema import TranslatorOptions, common_shape_kbnf, translated_kbnf
 
     if translate is not None:
         custom = translate
         return lambda schema: custom(schema, **options), None
     checked = TranslatorOptions(**options)
     return (
-        lambda schema: python_translator(schema, checked).kbnf,
+        lambda schema: translated_kbnf(schema, checked),
         lambda schema: common_shape_kbnf(schema, checked),
     )
 

@@ -179,3 +179,34 @@ def test_minimize_over_more_than_256_atoms() -> None:
     trans[2][300] = 3
     m = am.DFA(alpha, trans, accept, 0).minimize()
     assert m.n == 4
+
+
+def test_constructions_number_their_states_breadth_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The constructions that skip minimize's renumbering (``numbered=True``) hand it tables
+    numbered breadth-first from the start over the atoms in order, every state reachable: the
+    numbering minimize would give them, so the minimal tables are the same."""
+    original = am.DFA.minimize
+    seen: list[str] = []
+
+    def checking(self: am.DFA, numbered: bool = False) -> am.DFA:
+        if numbered:
+            order = [self.start]
+            for q in order:
+                order.extend(r for r in dict.fromkeys(self.trans[q]) if r not in order)
+            assert order == list(range(self.n))
+            renumbered = original(self)
+            got = original(self, numbered=True)
+            assert (got.trans, got.accept) == (renumbered.trans, renumbered.accept)
+            seen.append("checked")
+        return original(self, numbered)
+
+    monkeypatch.setattr(am.DFA, "minimize", checking)
+    first = sl.pattern_formula("^(ab|b)+c?[a-c]{0,2}$")[1]
+    second = sl.pattern_formula("^[ab]*c$")[1]
+    alpha = am.Alphabet.for_nodes([rx.ANYCHAR, first, second])
+    a = am.DFA.from_regex(first, alpha)
+    b = am.DFA.from_regex(second, alpha)
+    a.product(b, "or")
+    a.minus_words(["ab", "bbc", "x"])
+    sl.to_dfa(sl.f_and(sl.pattern_formula("a.*b"), sl.f_not(sl.pattern_formula("^b+a"))))
+    assert len(seen) >= 5

@@ -19,6 +19,7 @@ import pytest
 
 from structout.errors import LimitExceededError, SchemaError, UnsupportedSchemaError
 from structout.schema import _automata as am
+from structout.schema import _charset as cs
 from structout.schema import _json_text as tr
 from structout.schema import _numbers as nm
 from structout.schema import _regex as rx
@@ -667,3 +668,139 @@ def test_recent_prints_are_reused_only_for_the_same_ast_object() -> None:
     tr._RECENT_PRINTS.put(id(b), (a, first))  # as if `b` took the id of a freed `a`
     assert tr.to_rust(b) == tr._print(b) != first
     assert re.fullmatch(tr.to_rust(b), "2024") and not re.fullmatch(tr.to_rust(b), "qq")
+
+
+def test_factor_groups_equal_heads_interned_or_not() -> None:
+    """Equal first parts share a branch whether they are the interned one-character nodes of
+    ``rx.lit`` or equal nodes built apart; branches keep the order of their first word; the
+    last alternation factored is remembered only for that very object."""
+    built_apart = ("cat", (("set", ((ord("a"), ord("a")),)), ("set", ((ord("z"), ord("z")),))))
+    digits = rx.rep(rx.cset(cs.make([(ord("0"), ord("9"))])), 1, None)
+    words = (rx.lit("ab"), rx.lit("qr"), built_apart, rx.lit("a"), rx.cat(rx.lit("a"), digits))
+    node = ("alt", words)
+    got = tr.factor(node)
+    branch = rx.cat(rx.lit("a"), rx.alt(rx.lit("b"), rx.lit("z"), digits, rx.EPS))
+    assert got == rx.alt(branch, rx.lit("qr"))
+    assert tr.factor(node) is got
+    equal = ("alt", words)
+    assert equal == node and equal is not node
+    again = tr.factor(equal)
+    assert again == got and again is not got
+    assert re.fullmatch(tr.to_rust(got), "a7") and not re.fullmatch(tr.to_rust(got), "ba")
+
+
+def test_matches_refuses_words_without_the_literal_prefix_without_compiling() -> None:
+    pattern = sl.pattern_formula("^(name_[a-z]{2}(-[A-Z]{2})?)$")
+    sl._py_regex.cache_clear()
+    assert not sl.matches(pattern, "title") and not sl.matches(pattern, "name")
+    assert sl._py_regex.cache_info().currsize == 0  # refused by the prefix `name_` alone
+    assert sl.matches(pattern, "name_en-GB") and not sl.matches(pattern, "name_e")
+    assert sl._py_regex.cache_info().currsize == 1
+    for f, word in [
+        (sl.f_lit("a", "ab"), "a"),
+        (sl.f_lit("a", "ab"), "b"),
+        (sl.pattern_formula("x"), "yyx"),
+        (sl.f_re(rx.lit("abc")), "abc"),
+        (sl.f_re(rx.lit("abc")), "ab"),
+    ]:
+        assert sl.matches(f, word) == bool(re.fullmatch(rx.to_python(f[1]), word, re.DOTALL))
+
+
+def test_dfa_rules_render_as_add_rule_does_and_share_terminals() -> None:
+    """The rules of a DFA are what ``add_rule`` renders for their alternatives; another DFA of
+    the translation uses the terminals made for the same characters, in the same spelling
+    (JSON string bodies or plain characters)."""
+    from structout.schema._emit.regex_rules import RegexRules
+    from structout.schema._emit.rules import render_rule
+
+    rules = RegexRules()
+    first = sl.to_dfa(sl.pattern_formula("^(ab|b)+[^b]?$"))
+    assert rules.dfa_rules(first, True, "key") is not None
+    for name, texts in rules.rules.items():
+        if name.startswith("key_s"):
+            alts = [text.split(" ") for text in texts]
+            assert render_rule(alts) == (texts, rules.refs[name]), name
+
+    def terminals(prefix: str) -> set[str]:
+        return {
+            rules.rules[r][0]
+            for name in rules.rules
+            if name.startswith(prefix)
+            for refs in rules.refs[name]
+            for r in refs
+            if rules.rules[r][0].startswith('#"')
+        }
+
+    count = len(rules.rules)
+    assert rules.dfa_rules(first.minus_words(["b"]), True, "other") is not None
+    made = {n for n in rules.rules if n.startswith("other")}
+    assert len(rules.rules) - count == len(made)  # (no terminal of its own)
+    assert terminals("other_s") <= terminals("key_s")
+    assert rules.dfa_rules(first, False, "raw") is not None
+    edges = first.live_edges()[1]
+    plain = {f'#"{tr.to_rust(rx.cset(c))}"' for row in edges for c in row.values()}
+    assert terminals("raw_s") == plain != terminals("key_s")
+
+
+_CYCLE_FREE_SCHEMAS = [
+    {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "next": {"$ref": "#"}},
+        "patternProperties": {"^name_[a-z]{2}(-[A-Z]{2})?$": {"type": "string"}},
+        "additionalProperties": {"type": "string", "format": "date-time"},
+    },
+    {"type": "array", "items": {"enum": [f"w{i}" for i in range(300)]}, "uniqueItems": True},
+    {"anyOf": [{"type": "string", "pattern": "^(ab|b)+c?$"}, {"type": "number", "minimum": 3}]},
+    {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "propertyNames": {"pattern": "^[a-c]+$"},
+        "minProperties": 1,
+    },
+]
+
+
+@pytest.mark.parametrize("schema", _CYCLE_FREE_SCHEMAS)
+def test_translation_leaves_no_reference_cycles(schema: dict[str, object]) -> None:
+    """Everything a translation allocates is freed by reference counting (no recursive
+    closures, no object graph pointing back at itself), so the garbage collector, paused during
+    the translation, has nothing of it to walk afterwards; and the pause ends with the call."""
+    import gc
+
+    to_kbnf(json.loads(json.dumps(schema)))  # (process-wide memo tables filled first)
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        text = translate(json.loads(json.dumps(schema))).kbnf
+        assert not gc.isenabled()  # (a pause inside a pause leaves the collector off)
+        assert text and gc.collect() == 0
+    finally:
+        if was:
+            gc.enable()
+    assert gc.isenabled() == was
+    to_kbnf(json.loads(json.dumps(schema)), whitespace="flexible")
+    assert gc.isenabled() == was
+
+
+def test_translation_resumes_the_collector_after_an_error() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with pytest.raises(UnsupportedSchemaError):
+        to_kbnf({"type": "string", "pattern": "(a)\\1"})
+    assert gc.isenabled()
+
+
+def test_prune_drops_unproductive_alternatives_and_unreachable_rules() -> None:
+    from structout.schema._emit.rules import RuleSet
+
+    rules = RuleSet()
+    rules.add_rule("start", [["a"], ["b"], ["dead", "b"]])
+    rules.add_rule("a", [["'x'"], ["dead"], ["a", "'w'"]])
+    rules.add_rule("b", [["'y'"], ["a", "b"]])
+    rules.add_rule("dead", [["dead", "'z'"]])  # (derives no text: only through itself)
+    rules.add_rule("unused", [["'q'"]])
+    b_texts = rules.rules["b"]
+    assert rules.render_rules(None) == "start ::= a | b;\na ::= 'x' | a 'w';\nb ::= 'y' | a b;\n"
+    assert rules.rules["b"] == b_texts and rules.refs["a"] == [[], ["a"]]

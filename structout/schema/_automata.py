@@ -137,14 +137,29 @@ class _NFA:
     def __init__(self) -> None:
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[int, int]]] = []
+        # state -> its ε-closure, filled by `closure` (which runs once the NFA is built)
+        self._closures: dict[int, frozenset[int]] = {}
 
     def closure(self, states: Iterable[int]) -> frozenset[int]:
-        """The states ``states`` reach by ε-moves (``states`` included)."""
-        stack = list(states)
-        seen = set(stack)
+        """The states ``states`` reach by ε-moves (``states`` included): the union of each
+        state's closure, found once per state. Only for a finished NFA (no ``build`` after)."""
+        closures = self._closures
+        parts = []
+        for q in states:
+            got = closures.get(q)
+            if got is None:
+                got = closures[q] = self._closure_of(q)
+            parts.append(got)
+        if len(parts) == 1:
+            return parts[0]
+        return frozenset().union(*parts)
+
+    def _closure_of(self, q: int) -> frozenset[int]:
+        eps = self.eps
+        stack = [q]
+        seen = {q}
         while stack:
-            q = stack.pop()
-            for r in self.eps[q]:
+            for r in eps[stack.pop()]:
                 if r not in seen:
                     seen.add(r)
                     stack.append(r)
@@ -258,7 +273,7 @@ class DFA:
                 j = index.get(nxt)
                 row.append(states.add(nxt) if j is None else j)
             trans.append(row)
-        return cls(alpha, trans, accept, 0).minimize()
+        return cls(alpha, trans, accept, 0).minimize(numbered=True)
 
     def bounded_length(self, lo: int, hi: int, max_states: int) -> DFA:
         """Strings of this DFA with lo <= length <= hi: the product with a length counter.
@@ -317,7 +332,7 @@ class DFA:
                 j = index.get(key)
                 row.append(states.add(key) if j is None else j)
             trans.append(row)
-        return DFA(self.alpha, trans, accept, 0).minimize()
+        return DFA(self.alpha, trans, accept, 0).minimize(numbered=True)
 
     def minus_words(self, words: Sequence[str]) -> DFA:
         """The language without the given words: the product with their trie (at most
@@ -354,23 +369,30 @@ class DFA:
                 j = index.get(key)
                 row.append(states.add(key) if j is None else j)
             trans.append(row)
-        return DFA(alpha, trans, accept, 0).minimize()
+        return DFA(alpha, trans, accept, 0).minimize(numbered=True)
 
-    def minimize(self) -> DFA:
+    def minimize(self, numbered: bool = False) -> DFA:
         """The minimal DFA of the reachable part: Hopcroft's partition refinement, in the
         engine (:func:`structout._engine.minimal_partition_of`). States are numbered
         breadth-first from the start (``0``) over the atoms in order, so equal languages over
-        the same alphabet give equal tables."""
-        seen = {self.start: 0}
-        order = [self.start]
-        for q in order:  # breadth-first; the loop sees states appended while it runs
-            for r in self.trans[q]:
-                if r not in seen:
-                    seen[r] = len(order)
-                    order.append(r)
-        number = seen.__getitem__
-        tr = [list(map(number, self.trans[q])) for q in order]
-        acc = [self.accept[q] for q in order]
+        the same alphabet give equal tables.
+
+        ``numbered``: this DFA's states are numbered so already, every one reachable (as the
+        constructions here number the states they discover), so renumbering is skipped."""
+        if numbered:
+            tr = self.trans
+            acc = self.accept
+        else:
+            seen = {self.start: 0}
+            order = [self.start]
+            for q in order:  # breadth-first; the loop sees states appended while it runs
+                for r in self.trans[q]:
+                    if r not in seen:
+                        seen[r] = len(order)
+                        order.append(r)
+            number = seen.__getitem__
+            tr = [list(map(number, self.trans[q])) for q in order]
+            acc = [self.accept[q] for q in order]
         # (an alphabet has at least one atom: its atoms partition all code points)
         block_of = minimal_partition_of(
             len(self.alpha.atoms), array("I", chain.from_iterable(tr)).tobytes(), bytes(acc), 0
@@ -466,24 +488,6 @@ class DFA:
         size_memo: dict[int, int] = {}
         measured: list[rx.Node] = []
 
-        def sized(node: rx.Node) -> int:
-            got = size_memo.get(id(node))
-            if got is not None:
-                return got
-            t = node[0]
-            if t in ("cat", "alt"):
-                n = 1
-                for x in node[1]:  # most children are measured already: no call for them
-                    got = size_memo.get(id(x))
-                    n += sized(x) if got is None else got
-            elif t == "rep":
-                n = 1 + sized(node[1])
-            else:
-                n = rx.size(node)
-            size_memo[id(node)] = n
-            measured.append(node)
-            return n
-
         def cost(s: int) -> int:
             return (len(bwd[s]) - (s in bwd[s])) * (len(fwd[s]) - (s in fwd[s]))
 
@@ -514,7 +518,7 @@ class DFA:
                     old = fwd[i].get(j)
                     new = path if old is None else rx.alt(old, path)
                     new = simplify_chain(new)
-                    total = sized(new)
+                    total = _sized(new, size_memo, measured)
                     if total > max_size:
                         return None
                     fwd[i][j] = new
@@ -526,6 +530,27 @@ class DFA:
                 heappush(heap, (cost(s), -s))
         res = fwd[S].get(F, rx.NONE)
         return res
+
+
+def _sized(node: rx.Node, size_memo: dict[int, int], measured: list[rx.Node]) -> int:
+    """``rx.size(node)``, memoized by identity in ``size_memo`` (the nodes measured are kept in
+    ``measured``); see :meth:`DFA.to_regex`."""
+    got = size_memo.get(id(node))
+    if got is not None:
+        return got
+    t = node[0]
+    if t in ("cat", "alt"):
+        n = 1
+        for x in node[1]:  # most children are measured already: no call for them
+            got = size_memo.get(id(x))
+            n += _sized(x, size_memo, measured) if got is None else got
+    elif t == "rep":
+        n = 1 + _sized(node[1], size_memo, measured)
+    else:
+        n = rx.size(node)
+    size_memo[id(node)] = n
+    measured.append(node)
+    return n
 
 
 def simplify_chain(node: rx.Node) -> rx.Node:
@@ -663,13 +688,21 @@ def combine(
                     on_mask[m] = [r]
                 else:
                     rs.append(r)
-        # atoms that no edge mask separates (as masks) share one target set
-        classes = [all_atoms]
-        for m in on_mask:
-            classes = [part for c in classes for part in (c & m, c & ~m) if part]
         out = [nothing] * natoms
-        for c in classes:
-            key = frozenset(chain.from_iterable(rs for m, rs in on_mask.items() if m & c))
+        if len(on_mask) == 1:  # (most state sets: one mask, its atoms one class)
+            ((m, rs),) = on_mask.items()
+            classes = [m]
+            keys = [frozenset(rs)]
+        else:
+            # atoms that no edge mask separates (as masks) share one target set
+            classes = [all_atoms]
+            for m in on_mask:
+                classes = [part for c in classes for part in (c & m, c & ~m) if part]
+            keys = [
+                frozenset(chain.from_iterable(rs for m, rs in on_mask.items() if m & c))
+                for c in classes
+            ]
+        for c, key in zip(classes, keys):
             if not key:
                 continue
             target = cache.get(key)
@@ -710,4 +743,4 @@ def combine(
         trans.append(row)
     if stop_at_accept:
         return False
-    return DFA(alpha, trans, accept, 0).minimize()
+    return DFA(alpha, trans, accept, 0).minimize(numbered=True)

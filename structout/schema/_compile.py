@@ -10,7 +10,8 @@ Every subschema is compiled at most once per annotation mode; ``$ref`` targets b
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import weakref
+from collections.abc import Callable, Collection
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -41,6 +42,20 @@ from ._documents import (
 from ._ir import MAX_WORK, Algebra, Node, Unsupported
 
 
+def _weak_resolver(compiler: Compiler) -> Callable[[Any], Node]:
+    """``compiler._resolve_key`` without a strong reference to the compiler (which holds the
+    algebra that calls it; whoever uses the algebra holds the compiler too)."""
+    ref = weakref.ref(compiler)
+
+    def resolve(key: Any) -> Node:
+        alive = ref()
+        if alive is None:
+            raise ReferenceError("the schema compiler of this algebra was freed")
+        return alive._resolve_key(key)
+
+    return resolve
+
+
 class Compiler:
     """Compiles a registry's schemas into IR nodes of one :class:`Algebra`."""
 
@@ -57,7 +72,10 @@ class Compiler:
         self.lenient = lenient
         self.max_depth = max_depth
         self.max_pattern_length = max_pattern_length
-        self.alg = Algebra(self._resolve_key, max_work=max_work)
+        # (the algebra calls back through a weak reference: a bound method would make the
+        # cycle compiler -> algebra -> compiler, which keeps a translation's IR and schema alive
+        # until the garbage collector runs, instead of freeing them with the compiler)
+        self.alg = Algebra(_weak_resolver(self), max_work=max_work)
         self.cache: dict[tuple[str, bool, Scope], Node] = {}
         self._scopes: list[Scope] = []
         self.depth = 0

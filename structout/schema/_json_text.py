@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from operator import is_
+from typing import Any
 
 from structout.lru import LRU
 
@@ -197,35 +198,36 @@ def encode_json(node: rx.Node, compact: bool = False) -> rx.Node:
     it is in the form ``rx.cat``/``rx.alt`` build (see :func:`_normal`), since rebuilding it
     would give an equal node; the output is the same as rebuilding every node.
     """
-    memo: dict[int, tuple[rx.Node, rx.Node]] = {}
+    return _encode_part(node, compact, {})
 
-    def enc(n: rx.Node) -> rx.Node:
-        got = memo.get(id(n))
-        if got is not None:
-            return got[1]
-        t = n[0]
-        res: rx.Node
-        if id(n) in _SELF_SPELLED_ASCII:
-            res = n  # (what encode_set gives for a character JSON spells only as itself)
-        elif t == "set":
-            res = encode_set(n[1], compact)
-            if res == n:
-                res = n
-        elif t == "cat" or t == "alt":
-            kids = [enc(x) for x in n[1]]
-            if all(map(is_, kids, n[1])) and _normal(n):
-                res = n
-            else:
-                res = rx.cat(*kids) if t == "cat" else rx.alt(*kids)
-        elif t == "rep":
-            body = enc(n[1])
-            res = n if body is n[1] else rx.rep(body, n[2], n[3])
-        else:
+
+def _encode_part(n: rx.Node, compact: bool, memo: dict[int, tuple[rx.Node, rx.Node]]) -> rx.Node:
+    """:func:`encode_json` of a part, ``memo`` holding the parts encoded so far by identity (a
+    module function: see :func:`_print_part`)."""
+    got = memo.get(id(n))
+    if got is not None:
+        return got[1]
+    t = n[0]
+    res: rx.Node
+    if id(n) in _SELF_SPELLED_ASCII:
+        res = n  # (what encode_set gives for a character JSON spells only as itself)
+    elif t == "set":
+        res = encode_set(n[1], compact)
+        if res == n:
             res = n
-        memo[id(n)] = (n, res)
-        return res
-
-    return enc(node)
+    elif t == "cat" or t == "alt":
+        kids = [_encode_part(x, compact, memo) for x in n[1]]
+        if all(map(is_, kids, n[1])) and _normal(n):
+            res = n
+        else:
+            res = rx.cat(*kids) if t == "cat" else rx.alt(*kids)
+    elif t == "rep":
+        body = _encode_part(n[1], compact, memo)
+        res = n if body is n[1] else rx.rep(body, n[2], n[3])
+    else:
+        res = n
+    memo[id(n)] = (n, res)
+    return res
 
 
 #: Ids of the interned one-character nodes (``rx.lit``'s) of the characters JSON spells only as
@@ -445,35 +447,39 @@ def is_constant(node: rx.Node) -> bool:
 
 
 def _print(node: rx.Node) -> str:
-    memo = dict(_CONSTANT_PARTS)
+    return _print_part(node, dict(_CONSTANT_PARTS))
 
-    def pr(n: rx.Node) -> str:
-        got = memo.get(id(n))
-        if got is not None:
-            return got[1]
-        t = n[0]
-        if t == "eps":
-            res = "(?:)"
-        elif t == "none":
-            res = "[^\\x00-\\U0010FFFF]"
-        elif t == "set":
-            res = _set_text(n[1])
-        elif t == "cat":
-            res = "".join([f"(?:{pr(x)})" if x[0] == "alt" else pr(x) for x in n[1]])
-        elif t == "alt":
-            res = "|".join(map(pr, n[1]))
-        elif t == "rep":
-            inner = n[1]
-            text = pr(inner)
-            if inner[0] in ("cat", "alt", "rep", "eps"):
-                text = f"(?:{text})"
-            res = text + rx.quantifier(n[2], n[3])
-        else:
-            raise AssertionError(t)
-        memo[id(n)] = (n, res)
-        return res
 
-    return pr(node)
+def _print_part(n: rx.Node, memo: dict[int, tuple[rx.Node, str]]) -> str:
+    """:func:`_print` of a part, ``memo`` holding the parts printed so far by identity. (A
+    module function, not a closure calling itself: such a closure is a reference cycle, which
+    would keep the memo until the garbage collector runs.)"""
+    got = memo.get(id(n))
+    if got is not None:
+        return got[1]
+    t = n[0]
+    if t == "eps":
+        res = "(?:)"
+    elif t == "none":
+        res = "[^\\x00-\\U0010FFFF]"
+    elif t == "set":
+        res = _set_text(n[1])
+    elif t == "cat":
+        res = "".join(
+            [f"(?:{_print_part(x, memo)})" if x[0] == "alt" else _print_part(x, memo) for x in n[1]]
+        )
+    elif t == "alt":
+        res = "|".join([_print_part(x, memo) for x in n[1]])
+    elif t == "rep":
+        inner = n[1]
+        text = _print_part(inner, memo)
+        if inner[0] in ("cat", "alt", "rep", "eps"):
+            text = f"(?:{text})"
+        res = text + rx.quantifier(n[2], n[3])
+    else:
+        raise AssertionError(t)
+    memo[id(n)] = (n, res)
+    return res
 
 
 # the character of every generic and counted JSON string
@@ -481,37 +487,63 @@ print_once(GENERIC_CHAR)
 
 
 def factor(node: rx.Node) -> rx.Node:
-    """Factor common prefixes out of alternations of literals (smaller regexes for enums)."""
+    """Factor common prefixes out of alternations of literals (smaller regexes for enums).
+
+    The last alternation factored is remembered by identity: the emitter factors a string
+    language for its one-walk printing and, when that declines, again for the general path."""
+    global _LAST_FACTORED
     if node[0] != "alt":
         return node
-    items = list(node[1])
-    seqs: list[tuple[rx.Node, ...]] = []
-    for it in items:
-        seqs.append(it[1] if it[0] == "cat" else (it,))
-    return _factor_seqs(seqs)
+    last = _LAST_FACTORED
+    if last[0] is node:
+        return last[1]
+    seqs = [it[1] if it[0] == "cat" else (it,) for it in node[1]]
+    factored = _factor_seqs(seqs, 0)
+    _LAST_FACTORED = (node, factored)  # (the node is kept: its id stays its own)
+    return factored
 
 
-def _factor_seqs(seqs: list[tuple[rx.Node, ...]]) -> rx.Node:
-    groups: dict[rx.Node, list[tuple[rx.Node, ...]]] = {}
-    order: list[rx.Node | None] = []
+#: ``(node, factor(node))`` of the last alternation :func:`factor` factored.
+_LAST_FACTORED: tuple[rx.Node, rx.Node] = (rx.NONE, rx.NONE)
+
+#: The key :func:`_factor_seqs` groups the interned one-character nodes (``rx.lit``'s) under, by
+#: identity: their code point, as for every other set of one code point (no hash of a node).
+_CHAR_KEY: dict[int, int] = {id(n): o for o, n in enumerate(rx._ASCII_SETS)}
+
+
+def _factor_seqs(seqs: list[tuple[rx.Node, ...]], start: int) -> rx.Node:
+    """The alternation of the sequences' suffixes from ``start`` on, common prefixes factored
+    (branches in the order of their first sequence)."""
+    groups: dict[Any, list[tuple[rx.Node, ...]]] = {}
+    heads: list[tuple[Any, rx.Node]] = []  # (group key, the group's first head)
     empty = False
+    key_of = _CHAR_KEY.get
     for sq in seqs:
-        if not sq:
+        if len(sq) <= start:
             empty = True
             continue
-        head = sq[0]
-        if head not in groups:
-            groups[head] = []
-            order.append(head)
-        groups[head].append(sq[1:])
-    branches = []
-    for first in order:
-        assert first is not None  # only heads of non-empty sequences are listed
-        rests = groups[first]
-        if len(rests) == 1:
-            branches.append(rx.cat(first, *rests[0]))
+        head = sq[start]
+        # equal heads share a group: a set of one code point under that code point (whether
+        # interned or not), any other node under itself
+        key: Any = key_of(id(head))
+        if key is None:
+            key = head
+            if head[0] == "set" and len(head[1]) == 1 and head[1][0][0] == head[1][0][1]:
+                key = head[1][0][0]
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [sq]
+            heads.append((key, head))
         else:
-            branches.append(rx.cat(first, _factor_seqs(rests)))
+            group.append(sq)
+    branches = []
+    rest = start + 1
+    for key, first in heads:
+        members = groups[key]
+        if len(members) == 1:
+            branches.append(rx.cat(first, *members[0][rest:]))
+        else:
+            branches.append(rx.cat(first, _factor_seqs(members, rest)))
     if empty:
         branches.append(rx.EPS)
     return rx.alt(*branches)

@@ -204,6 +204,33 @@ def _py_regex(node: rx.Node) -> re.Pattern[str]:
     return re.compile(rx.to_python(node), re.DOTALL)
 
 
+def _literal_prefix(node: rx.Node) -> str:
+    """The characters that every string of the language starts with, as far as the regex spells
+    them out: its leading sets of one code point."""
+    items = node[1] if node[0] == "cat" else (node,)
+    chars: list[str] = []
+    for x in items:
+        if x[0] != "set" or len(x[1]) != 1 or x[1][0][0] != x[1][0][1]:
+            break
+        chars.append(chr(x[1][0][0]))
+    return "".join(chars)
+
+
+#: ``id(node) -> (node, _literal_prefix(node))`` of the regexes :func:`matches` tested (the node
+#: is kept, so its id stays its own): a word without that prefix is refused without compiling
+#: the regex (an object's named keys against a patternProperties pattern `^name_(...)$`).
+_PREFIX_CACHE: dict[int, tuple[rx.Node, str]] = {}
+
+
+def _full_match(node: rx.Node, s: str) -> bool:
+    got = _PREFIX_CACHE.get(id(node))
+    if got is None or got[0] is not node:
+        if len(_PREFIX_CACHE) >= 4096:
+            _PREFIX_CACHE.clear()
+        got = _PREFIX_CACHE[id(node)] = (node, _literal_prefix(node))
+    return s.startswith(got[1]) and _py_regex(node).fullmatch(s) is not None
+
+
 def matches(f: Formula, s: str) -> bool:
     t = f[0]
     if t == "all":
@@ -211,7 +238,7 @@ def matches(f: Formula, s: str) -> bool:
     if t == "nothing":
         return False
     if t == "re":
-        return _py_regex(f[1]).fullmatch(s) is not None
+        return _full_match(f[1], s)
     if t == "and":
         return all(matches(x, s) for x in f[1])
     if t == "or":
@@ -277,33 +304,36 @@ def _leaves(f: Formula, out: list[rx.Node]) -> None:
 def _compiled(f: Formula) -> tuple[list[rx.Node], Callable[[tuple[bool, ...]], bool]]:
     """Leaves of ``f`` and an evaluator of ``f`` given which leaves accept."""
     leaves: list[rx.Node] = []
-    index: dict[rx.Node, int] = {}
-
-    def build(g: Formula) -> Callable[[tuple[bool, ...]], bool]:
-        t = g[0]
-        if t == "all":
-            return lambda v: True
-        if t == "nothing":
-            return lambda v: False
-        if t == "re":
-            node = g[1]
-            if node not in index:
-                index[node] = len(leaves)
-                leaves.append(node)
-            i = index[node]
-            return lambda v: v[i]
-        if t == "not":
-            inner = build(g[1])
-            return lambda v: not inner(v)
-        if t == "cfg":
-            raise NotRegular(f"format {g[1]!r} combined with other string constraints")
-        parts = [build(x) for x in g[1]]
-        if t == "and":
-            return lambda v: all(p(v) for p in parts)
-        return lambda v: any(p(v) for p in parts)
-
-    ev = build(f)
+    ev = _evaluator(f, leaves, {})
     return leaves, ev
+
+
+def _evaluator(
+    g: Formula, leaves: list[rx.Node], index: dict[rx.Node, int]
+) -> Callable[[tuple[bool, ...]], bool]:
+    """The evaluator of ``g``, its leaves numbered in ``index`` and listed in ``leaves`` (a
+    module function, not a closure calling itself: such a closure is a reference cycle)."""
+    t = g[0]
+    if t == "all":
+        return lambda v: True
+    if t == "nothing":
+        return lambda v: False
+    if t == "re":
+        node = g[1]
+        if node not in index:
+            index[node] = len(leaves)
+            leaves.append(node)
+        i = index[node]
+        return lambda v: v[i]
+    if t == "not":
+        inner = _evaluator(g[1], leaves, index)
+        return lambda v: not inner(v)
+    if t == "cfg":
+        raise NotRegular(f"format {g[1]!r} combined with other string constraints")
+    parts = [_evaluator(x, leaves, index) for x in g[1]]
+    if t == "and":
+        return lambda v: all(p(v) for p in parts)
+    return lambda v: any(p(v) for p in parts)
 
 
 def to_dfa(f: Formula) -> am.DFA:

@@ -424,18 +424,6 @@ class ObjectRules(StringRules):
         after: dict[int, str] = {}
         picks: dict[tuple[int, int], str] = {}
 
-        def cover(lo: int, hi: int, a: int = 0, b: int = n) -> list[tuple[int, int]]:
-            """Segment-tree nodes [a', b') partitioning [lo, hi) (lo < hi)."""
-            if lo <= a and b <= hi:
-                return [(a, b)]
-            m = (a + b) // 2
-            out = []
-            if lo < m:
-                out.extend(cover(lo, hi, a, m))
-            if hi > m:
-                out.extend(cover(lo, hi, m, b))
-            return out
-
         def pick(a: int, b: int) -> str:
             name = picks.get((a, b))
             if name is None:
@@ -453,7 +441,7 @@ class ObjectRules(StringRules):
         def choices(i: int) -> list[tuple[int, int]]:
             """The member ranges that may come next after deciding members before ``i``."""
             hi = min(next_req[i] + 1, n)
-            return cover(i, hi) if i < hi else []
+            return _cover(i, hi, 0, n) if i < hi else []
 
         todo: list[tuple[str, int, int]] = []
         out: list[Alt] = []
@@ -482,3 +470,16 @@ class ObjectRules(StringRules):
                         alts.append(comma + [item_alt, *more])
                 self.add_rule(after[i], alts)
         return out
+
+
+def _cover(lo: int, hi: int, a: int, b: int) -> list[tuple[int, int]]:
+    """Segment-tree nodes [a', b') of the tree over [a, b) partitioning [lo, hi) (lo < hi)."""
+    if lo <= a and b <= hi:
+        return [(a, b)]
+    m = (a + b) // 2
+    out = []
+    if lo < m:
+        out.extend(_cover(lo, hi, a, m))
+    if hi > m:
+        out.extend(_cover(lo, hi, m, b))
+    return out

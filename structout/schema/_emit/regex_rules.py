@@ -18,6 +18,12 @@ REGEX_NEST_BUDGET = 100
 
 
 class RegexRules(RuleSet):
+    def __init__(self) -> None:
+        super().__init__()
+        #: ``(charset, JSON string?)`` -> the terminal of the DFA transitions on it (see
+        #: :meth:`dfa_rules`).
+        self.charset_terms: dict[tuple[cs.Charset, bool], Sym] = {}
+
     def regex_sym(self, node: rx.Node, hint: str) -> Sym:
         """One symbol for a regex: a terminal, or rules when the terminal's DFA would be big.
 
@@ -92,18 +98,27 @@ class RegexRules(RuleSet):
             return None
         base = self.fresh(hint)
         names = {q: self.fresh(f"{base}_s{q}") for q in range(dfa.n) if live[q]}
-        terms: dict[cs.Charset, Sym] = {}
+        # (a transition's terminal: the same text, hence the same rule, in every DFA of the
+        # translation, so found once per charset)
+        terms = self.charset_terms
         for q, name in names.items():
-            alts: list[Alt] = []
+            # the rule as add_rule renders it: distinct alternatives `''` (accepting) and
+            # `terminal target` (one per target), each naming the rules it uses
+            texts: list[str] = []
+            refs: list[list[str]] = []
             if dfa.accept[q]:
-                alts.append(["''"])
+                texts.append("''")
+                refs.append([])
             for r, chars in edges[q].items():
-                term = terms.get(chars)
+                term = terms.get((chars, json_string))
                 if term is None:
                     node = tr.encode_set(chars) if json_string else rx.cset(chars)
-                    term = terms[chars] = self.terminal(tr.to_rust(node), f"{base}_c")
-                alts.append([term, names[r]])
-            self.add_rule(name, alts)
+                    term = self.terminal(tr.to_rust(node), f"{base}_c")
+                    terms[(chars, json_string)] = term
+                target = names[r]
+                texts.append(f"{term} {target}")
+                refs.append([term, target])
+            self.add_rendered(name, texts, refs)
         if json_string:
             self.add_rule(base, [["'\"'", names[dfa.start], "'\"'"]])
         else:

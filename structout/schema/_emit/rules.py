@@ -118,9 +118,11 @@ class RuleSet:
                         stack.append(d)
         if dead:
             for name in reach:
-                kept = [i for i, deps in enumerate(refs[name]) if dead.isdisjoint(deps)]
-                rules[name] = [rules[name][i] for i in kept]
-                refs[name] = [refs[name][i] for i in kept]
+                uses = refs[name]
+                kept = [i for i, deps in enumerate(uses) if dead.isdisjoint(deps)]
+                if len(kept) < len(uses):  # (else the rule stays as it is)
+                    rules[name] = [rules[name][i] for i in kept]
+                    refs[name] = [uses[i] for i in kept]
         if len(reach) < len(rules):
             self.rules = {k: v for k, v in rules.items() if k in reach}
             self.refs = {k: v for k, v in refs.items() if k in reach}
@@ -139,29 +141,9 @@ class RuleSet:
         others) or on rules nested deeper than :data:`MAX_DEPTH_FIRST`."""
         rules, refs = self.rules, self.refs
         known: dict[str, bool | None] = {}  # None: being decided
-
-        def decide(name: str, depth: int) -> bool:
-            if depth > MAX_DEPTH_FIRST:
-                raise _NotDecided
-            known[name] = None
-            ok = False
-            for deps in refs[name]:
-                for d in deps:
-                    if d in rules:
-                        k = known[d] if d in known else decide(d, depth + 1)
-                        if k is None:
-                            raise _NotDecided
-                        if not k:
-                            break
-                else:
-                    ok = True
-                    break
-            known[name] = ok
-            return ok
-
         for name in rules:
             if name not in known:
-                decide(name, 0)
+                _decide(name, 0, rules, refs, known)
         return {name for name, ok in known.items() if ok}
 
     def _productive_worklist(self) -> set[str]:
@@ -194,6 +176,36 @@ class RuleSet:
                     productive.add(w[0])
                     queue.append(w[0])
         return productive
+
+
+def _decide(
+    name: str,
+    depth: int,
+    rules: dict[str, list[str]],
+    refs: dict[str, list[list[str]]],
+    known: dict[str, bool | None],
+) -> bool:
+    """Whether rule ``name`` is productive, deciding the rules it uses first (see
+    :meth:`RuleSet._productive_depth_first`). A module function, not a closure calling itself:
+    such a closure is a reference cycle, which would keep the rules until the garbage collector
+    runs."""
+    if depth > MAX_DEPTH_FIRST:
+        raise _NotDecided
+    known[name] = None
+    ok = False
+    for deps in refs[name]:
+        for d in deps:
+            if d in rules:
+                k = known[d] if d in known else _decide(d, depth + 1, rules, refs, known)
+                if k is None:
+                    raise _NotDecided
+                if not k:
+                    break
+        else:
+            ok = True
+            break
+    known[name] = ok
+    return ok
 
 
 #: Deepest rule nesting :meth:`RuleSet._productive_depth_first` follows (recursively).
