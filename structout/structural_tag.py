@@ -45,6 +45,7 @@ Invariants of the translation:
 
 from __future__ import annotations
 
+import functools
 import json
 import marshal
 from collections.abc import Mapping, Sequence
@@ -238,10 +239,7 @@ def structural_tag_kbnf(
     Raises ``SchemaError`` for a malformed tree or one that cannot be enforced exactly (with a
     JSON pointer into it), ``UnsupportedSchemaError`` / ``GrammarError`` from an embedded schema
     or grammar, with the pointer of the format that holds it."""
-    common: tuple[int | None] | None = None
-    if translate_schema is None:
-        translate_schema, common = _default_schema_translator(), _common_shape_option()
-    return _Emitter(translate_schema, common).run(fmt)
+    return _Emitter(translate_schema).run(fmt)
 
 
 def structural_tag(fmt: Format | Mapping[str, Any] | str, **options: Any) -> KBNF:
@@ -252,18 +250,19 @@ def structural_tag(fmt: Format | Mapping[str, Any] | str, **options: Any) -> KBN
     return KBNF(structural_tag_kbnf(fmt, **options))
 
 
-def _default_schema_translator() -> Callable[[Any], str]:
+def _default_schema_translator(options: dict[str, Any] | None = None) -> Callable[[Any], str]:
     from structout.compiling import schema_translator
 
-    return schema_translator(_default_options())
+    return schema_translator(_default_options() if options is None else options)
 
 
-def _common_shape_option() -> tuple[int | None] | None:
-    """``(max_number_length,)`` when the engine's common-shape translator covers the default
-    translator's options (which it then tries first on a schema dict), else None."""
+@functools.lru_cache(maxsize=8)
+def _common_shape_option(options: tuple[tuple[str, Any], ...]) -> tuple[int | None] | None:
+    """``(max_number_length,)`` when the engine's common-shape translator covers the translator
+    options ``options`` (which the translator then tries first on a schema dict), else None."""
     from structout.schema import TranslatorOptions
 
-    checked = TranslatorOptions(**_default_options())
+    checked = TranslatorOptions(**dict(options))
     return (checked.max_number_length or None,) if checked.common_shape_applies() else None
 
 
@@ -285,13 +284,16 @@ class _Rules(SharedRules):
 class _Emitter:
     """Writes rules ``r<N>`` for the tree and ``g<N>_*`` for each embedded grammar."""
 
-    def __init__(
-        self, translate_schema: Callable[[Any], str], common: tuple[int | None] | None = None
-    ) -> None:
+    def __init__(self, translate_schema: Callable[[Any], str] | None) -> None:
+        """``translate_schema`` None: the default translator, built when a schema needs it (it
+        costs more than a tool's schema); it gives a schema dict the engine's common-shape text
+        when there is one, so those go to the engine directly (``_common``: the options it
+        takes; the cache only keeps texts)."""
         self._translate_schema = translate_schema
-        # (max_number_length,): translate_schema is the default translator, which gives a schema
-        # dict the engine's common-shape text when there is one (the cache only keeps texts)
-        self._common = common
+        self._options = _default_options() if translate_schema is None else None
+        self._common = None
+        if self._options is not None:
+            self._common = _common_shape_option(tuple(self._options.items()))
         self._rules: list[str] = []
         self._embedded: dict[str | bytes, str] = {}  # key of a schema/grammar -> its start rule
         self._shared = _Rules()  # the rules of embedded grammars, each written once
@@ -477,10 +479,15 @@ class _Emitter:
             if got is not None:
                 return self._keep(key, got)
         try:
-            text = self._translate_schema(schema)
+            text = self._translate(schema)
         except (UnsupportedSchemaError, SchemaError) as exc:
             raise exc.under(f"{path}/json_schema") from None
         return self._embed(key, text)
+
+    def _translate(self, schema: Any) -> str:
+        if self._translate_schema is None:
+            self._translate_schema = _default_schema_translator(self._options)
+        return self._translate_schema(schema)
 
     def _grammar(self, kbnf: str, path: str) -> str:
         key = "k" + kbnf
