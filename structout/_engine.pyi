@@ -122,6 +122,12 @@ class SharedRules:
         """The rule lines to write for ``kbnf`` under ``prefix`` and its start rule's name;
         ``None`` when ``kbnf`` is not one rule per line (every name it uses defined once,
         ``start`` among them)."""
+    def add_common_schema(
+        self, schema: object, prefix: str, max_number_length: int | None = None
+    ) -> tuple[list[str], str] | None:
+        """:meth:`add` of the KBNF ``translate_common_schema(schema, max_number_length)``
+        returns, in one call; ``None`` when the schema is outside the common shape or ``add``
+        would return ``None`` for its text."""
 
 def translate_common_schema(schema: object, max_number_length: int | None = None) -> str | None:
     """The KBNF of a JSON Schema given as plain data (``dict``/``list``/``str``/numbers/``bool``/

@@ -45,6 +45,7 @@ Invariants of the translation:
 
 from __future__ import annotations
 
+import functools
 import json
 import marshal
 from collections.abc import Mapping, Sequence
@@ -238,8 +239,6 @@ def structural_tag_kbnf(
     Raises ``SchemaError`` for a malformed tree or one that cannot be enforced exactly (with a
     JSON pointer into it), ``UnsupportedSchemaError`` / ``GrammarError`` from an embedded schema
     or grammar, with the pointer of the format that holds it."""
-    if translate_schema is None:
-        translate_schema = _default_schema_translator()
     return _Emitter(translate_schema).run(fmt)
 
 
@@ -251,21 +250,53 @@ def structural_tag(fmt: Format | Mapping[str, Any] | str, **options: Any) -> KBN
     return KBNF(structural_tag_kbnf(fmt, **options))
 
 
-def _default_schema_translator() -> Callable[[Any], str]:
+def _default_schema_translator(options: dict[str, Any] | None = None) -> Callable[[Any], str]:
     from structout.compiling import schema_translator
+
+    return schema_translator(_default_options() if options is None else options)
+
+
+@functools.lru_cache(maxsize=8)
+def _common_shape_option(options: tuple[tuple[str, Any], ...]) -> tuple[int | None] | None:
+    """``(max_number_length,)`` when the engine's common-shape translator covers the translator
+    options ``options`` (which the translator then tries first on a schema dict), else None."""
+    from structout.schema import TranslatorOptions
+
+    checked = TranslatorOptions(**dict(options))
+    return (checked.max_number_length or None,) if checked.common_shape_applies() else None
+
+
+def _default_options() -> dict[str, Any]:
     from structout.limits import Limits
 
-    return schema_translator(Limits().translator_options())
+    return dict(Limits().translator_options())
+
+
+class _Rules(SharedRules):
+    def add_common_schema(
+        self, schema: dict[str, Any], prefix: str, max_number_length: int | None
+    ) -> tuple[list[str], str] | None:
+        """:meth:`add` of the schema's common-shape KBNF (``translate_common_schema``), in one
+        engine call; ``None`` outside the common shape (or when ``add`` would only rename it)."""
+        return self._engine.add_common_schema(schema, prefix, max_number_length)
 
 
 class _Emitter:
     """Writes rules ``r<N>`` for the tree and ``g<N>_*`` for each embedded grammar."""
 
-    def __init__(self, translate_schema: Callable[[Any], str]) -> None:
+    def __init__(self, translate_schema: Callable[[Any], str] | None) -> None:
+        """``translate_schema`` None: the default translator, built when a schema needs it (it
+        costs more than a tool's schema); it gives a schema dict the engine's common-shape text
+        when there is one, so those go to the engine directly (``_common``: the options it
+        takes; the cache only keeps texts)."""
         self._translate_schema = translate_schema
+        self._options = _default_options() if translate_schema is None else None
+        self._common = None
+        if self._options is not None:
+            self._common = _common_shape_option(tuple(self._options.items()))
         self._rules: list[str] = []
         self._embedded: dict[str | bytes, str] = {}  # key of a schema/grammar -> its start rule
-        self._shared = SharedRules()  # the rules of embedded grammars, each written once
+        self._shared = _Rules()  # the rules of embedded grammars, each written once
         self._stops: dict[tuple[str, ...], str] = {}  # exclusion set -> its rule
         self._count = 0
 
@@ -442,11 +473,21 @@ class _Emitter:
             key = f"t{id(schema)}"  # a Python type: one translation per object
         if key in self._embedded:
             return self._embedded[key]
+        if self._common is not None and isinstance(schema, dict):
+            # translated and shared in one engine call, as the default translator would
+            got = self._shared.add_common_schema(schema, self._prefix(), self._common[0])
+            if got is not None:
+                return self._keep(key, got)
         try:
-            text = self._translate_schema(schema)
+            text = self._translate(schema)
         except (UnsupportedSchemaError, SchemaError) as exc:
             raise exc.under(f"{path}/json_schema") from None
         return self._embed(key, text)
+
+    def _translate(self, schema: Any) -> str:
+        if self._translate_schema is None:
+            self._translate_schema = _default_schema_translator(self._options)
+        return self._translate_schema(schema)
 
     def _grammar(self, kbnf: str, path: str) -> str:
         key = "k" + kbnf
@@ -461,8 +502,15 @@ class _Emitter:
         return self._embed(key, kbnf)
 
     def _embed(self, key: str | bytes, kbnf: str) -> str:
-        prefix = f"g{len(self._embedded) + 1}_"
-        lines, start = self._shared.add(kbnf, prefix)
+        return self._keep(key, self._shared.add(kbnf, self._prefix()))
+
+    def _prefix(self) -> str:
+        """The rule-name prefix of the next embedded grammar."""
+        return f"g{len(self._embedded) + 1}_"
+
+    def _keep(self, key: str | bytes, added: tuple[list[str], str]) -> str:
+        """Writes an embedded grammar's rule lines; its start rule."""
+        lines, start = added
         self._rules.extend(lines)
         self._embedded[key] = start
         return start

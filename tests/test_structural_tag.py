@@ -22,13 +22,16 @@ import jsonschema
 import pytest
 
 import structout
+from structout.compiling import schema_translator
 from structout.errors import GrammarError, SchemaError, UnsupportedSchemaError
 from structout.kbnf_text import SharedRules, literal, prefixed, regex_terminal
+from structout.limits import Limits
 from structout.structural_tag import (
     AnyText,
     ConstString,
     Dispatch,
     Format,
+    GrammarText,
     JsonSchema,
     Optional,
     Or,
@@ -40,6 +43,7 @@ from structout.structural_tag import (
     Tag,
     TagsWithSeparator,
     TriggeredTags,
+    _Rules,
     from_xgrammar,
     structural_tag,
     structural_tag_kbnf,
@@ -681,6 +685,7 @@ def test_shared_rules_keep_the_language(seed: int, monkeypatch: pytest.MonkeyPat
     shared_text = structural_tag_kbnf(fmt)
     with monkeypatch.context() as m:
         m.setattr(SharedRules, "add", _unshared)
+        m.setattr(_Rules, "add_common_schema", lambda *_: None)  # (the engine's shortcut)
         plain_text = structural_tag_kbnf(fmt)
     assert shared_text.count("::=") < plain_text.count("::=")
     shared = structout.compile_grammar(shared_text)
@@ -694,6 +699,52 @@ def test_shared_rules_keep_the_language(seed: int, monkeypatch: pytest.MonkeyPat
         assert shared.accepts(text.encode()) == verdict, text
         verdicts.append(verdict)
     assert 20 < sum(verdicts) < len(verdicts) - 20
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_engine_shortcut_writes_the_translators_text(seed: int) -> None:
+    """The default translator's schemas go through the engine in one call each
+    (``add_common_schema``): the text is the one the translator and ``add`` give, rule for rule,
+    whatever the mix of common-shape schemas, others, repeats and embedded grammars."""
+    rng = random.Random(seed)
+    others: list[Any] = [
+        {"type": "string", "pattern": "^a+$"},
+        {
+            "type": "object",
+            "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+        },
+        True,
+        {"type": "integer", "minimum": 3},
+    ]
+    parts: list[Tag] = []
+    for i in range(12):
+        kind = rng.randrange(4)
+        if kind == 0:
+            content: Format = JsonSchema(rng.choice(others))
+        elif kind == 1:
+            content = rng.choice([GrammarText("start ::= 'x' | 'y';"), Regex("[0-9]+")])
+        else:
+            content = JsonSchema(_random_object(rng))
+        parts.append(Tag(f"<t{i}>", content, "</t>"))
+    parts.append(Tag("<again>", parts[rng.randrange(12)].content, "</t>"))
+    fmt = TagsWithSeparator(tuple(parts), "\n")
+    shortcut = structural_tag_kbnf(fmt)
+    translator = schema_translator(Limits().translator_options())
+    assert shortcut == structural_tag_kbnf(fmt, translate_schema=translator)
+
+
+def test_add_common_schema_is_add_of_the_common_text() -> None:
+    from structout._engine import SharedRules as EngineRules
+    from structout._engine import translate_common_schema
+
+    one, two = EngineRules(), EngineRules()
+    rng = random.Random(7)
+    for i in range(10):
+        schema = _random_object(rng)
+        expected = two.add(translate_common_schema(schema, 12) or "", f"g{i}_")
+        assert one.add_common_schema(schema, f"g{i}_", 12) == expected
+    assert one.add_common_schema({"type": "string", "pattern": "^a+$"}, "g99_") is None
+    assert one.add_common_schema([1, 2], "g99_") is None
 
 
 def test_shared_rules_only_join_equal_rules() -> None:

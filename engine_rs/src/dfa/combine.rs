@@ -79,14 +79,7 @@ fn literals_around(
         .iter()
         .chain(&suffix)
         .for_each(|&b| lit_bytes.insert(b));
-    let (classes, reps) = super::product_classes(|b| {
-        let mine = if lit_bytes.contains(b) {
-            b as u32 + 1
-        } else {
-            0
-        };
-        (d.classes[b as usize], mine)
-    });
+    let (classes, reps) = super::split_out(&d.classes, &lit_bytes);
     let stride = reps.len();
     // Ids: 0 dead; 1..=p the prefix (`k` bytes read: id k + 1, the last one leading into X);
     // X's state s at p + s; the suffix after k >= 1 bytes at p + n - 1 + k.

@@ -64,7 +64,7 @@ pub use regular::RightLinear;
 use combine::part_classes;
 use table::{
     classes_and_reps, explore, explore_into, explore_rows, product_classes, refine_classes,
-    Explored, StateIds, StateIndex,
+    split_out, Explored, StateIds, StateIndex,
 };
 
 /// The dead state: no continuation is possible.

@@ -8,9 +8,9 @@
 //! succeeds under a limit succeeds alike under any larger one, so the copy is the table the caller
 //! would have built (tested), and a smaller limit still gets its own build (and its own error).
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
-use super::{Dfa, DfaError};
+use super::{CharCount, Dfa, DfaError};
 
 /// The size limit the constants are built within (bytes); callers with a smaller limit build
 /// their own automaton.
@@ -59,6 +59,57 @@ pub(super) fn known(pattern: &str, size_limit: usize) -> Option<Dfa> {
         .cloned()
 }
 
+/// Most `len!` automata of constants kept ([`Dfa::prebuilt_counted`]): one per count, bounds and
+/// size limit a process uses (the translator's `max_number_length`), so a few.
+const MAX_COUNTED: usize = 16;
+
+impl Dfa {
+    /// `Dfa::count_chars(&Dfa::from_regex(pattern, size_limit)?, count, min, max, size_limit)`
+    /// for a [`PREBUILT_PATTERNS`] pattern, built once per process for each `(pattern, count,
+    /// min, max, size_limit)` (the translator writes `len!(number, 1, max_number_length)` into
+    /// nearly every grammar): the automaton the caller would build, the construction being
+    /// deterministic. `None` for other patterns or when the construction fails (the caller then
+    /// builds its own, and reports its error).
+    pub(crate) fn prebuilt_counted(
+        pattern: &str,
+        count: CharCount,
+        min: u32,
+        max: u32,
+        size_limit: usize,
+    ) -> Option<Dfa> {
+        type Key = (usize, CharCount, u32, u32, usize);
+        static COUNTED: Mutex<Vec<(Key, Dfa)>> = Mutex::new(Vec::new());
+        #[cfg(test)]
+        if super::test_form::get() != super::CountForm::Auto {
+            return None; // (a test asking for one form builds it)
+        }
+        let key = (
+            PREBUILT_PATTERNS.iter().position(|&k| k == pattern)?,
+            count,
+            min,
+            max,
+            size_limit,
+        );
+        let found = COUNTED
+            .lock()
+            .ok()?
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, d)| d.clone());
+        if found.is_some() {
+            return found;
+        }
+        let dfa = Dfa::from_regex(pattern, size_limit)
+            .and_then(|e| Dfa::count_chars(&e, count, min, max, size_limit))
+            .ok()?;
+        let mut kept = COUNTED.lock().ok()?;
+        if kept.len() < MAX_COUNTED && !kept.iter().any(|(k, _)| *k == key) {
+            kept.push((key, dfa.clone()));
+        }
+        Some(dfa)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +135,35 @@ mod tests {
                 assert!(same(&shared, &own), "{pattern} under {limit}");
             }
         }
+    }
+
+    #[test]
+    fn a_counted_constant_is_the_automaton_its_caller_would_build() {
+        let samples: Vec<&[u8]> = vec![b"1", b"-0.5", b"123", b"1e10", b"12345678", b"", b"0001"];
+        for pattern in [JSON_NUMBER, JSON_INTEGER, PREBUILT_PATTERNS[2]] {
+            for count in [CharCount::Utf8, CharCount::JsonBody] {
+                for (min, max) in [(1, 24), (0, 3), (2, 5), (1, 100_000)] {
+                    for limit in [BUILT_WITHIN, 32 << 20] {
+                        let own = Dfa::from_regex(pattern, limit)
+                            .and_then(|e| Dfa::count_chars(&e, count, min, max, limit))
+                            .unwrap();
+                        for _ in 0..2 {
+                            // (built, then kept)
+                            let shared = Dfa::prebuilt_counted(pattern, count, min, max, limit)
+                                .expect("a known pattern");
+                            assert_eq!(shared.is_counted(), own.is_counted());
+                            if !own.is_counted() {
+                                assert!(same(&shared, &own), "{pattern} {min} {max} {limit}");
+                            }
+                            for s in &samples {
+                                assert_eq!(shared.matches(s), own.matches(s), "{pattern} {s:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(Dfa::prebuilt_counted("[0-9]+", CharCount::Utf8, 1, 3, BUILT_WITHIN).is_none());
     }
 
     #[test]

@@ -34,6 +34,32 @@ pub(super) fn product_classes(key: impl Fn(u8) -> (u8, u32)) -> ([u8; 256], Vec<
     classes_and_reps(&cls)
 }
 
+/// The classes of `base` with each byte of `singles` in a class of its own, numbered by first
+/// byte, and one representative byte per class: what
+/// `product_classes(|b| (base[b], if singles.contains(b) { b + 1 } else { 0 }))` returns (a
+/// DFA's classes around literal or special bytes, built for every concatenation), in one pass.
+pub(super) fn split_out(base: &[u8; 256], singles: &ByteSet) -> ([u8; 256], Vec<u8>) {
+    const UNSEEN: u16 = u16::MAX;
+    let mut new_of = [UNSEEN; 256]; // a class of `base` → its class here (bytes not in `singles`)
+    let mut classes = [0u8; 256];
+    let mut reps = Vec::with_capacity(64);
+    for b in 0..=255u8 {
+        let class = if singles.contains(b) {
+            reps.push(b);
+            reps.len() - 1
+        } else {
+            let slot = &mut new_of[usize::from(base[b as usize])];
+            if *slot == UNSEEN {
+                *slot = reps.len() as u16;
+                reps.push(b);
+            }
+            usize::from(*slot)
+        };
+        classes[b as usize] = class as u8;
+    }
+    (classes, reps)
+}
+
 /// Refines byte classes in place: two bytes keep sharing a class when they shared one and have
 /// equal `key`; the new classes are numbered in order of their first byte. Each class keeps the
 /// few keys its bytes have shown in a short list (no hashing: this runs for every combination).

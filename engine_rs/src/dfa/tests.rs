@@ -504,3 +504,28 @@ fn except_of_a_literal_set_is_the_general_constructions_table() {
     );
     assert!(build::except_literal_set("a+", LIMIT).is_none());
 }
+
+#[test]
+fn split_out_is_the_product_with_singletons() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    for round in 0..300 {
+        let count = rng.gen_range(1..=60u8);
+        let base: [u8; 256] = std::array::from_fn(|_| rng.gen_range(0..count));
+        let mut singles = ByteSet::EMPTY;
+        for _ in 0..rng.gen_range(0..=40) {
+            singles.insert(rng.gen());
+        }
+        if round % 50 == 0 {
+            (0..=255u8).for_each(|b| singles.insert(b));
+        }
+        let expect = product_classes(|b| {
+            let mine = if singles.contains(b) {
+                u32::from(b) + 1
+            } else {
+                0
+            };
+            (base[b as usize], mine)
+        });
+        assert_eq!(split_out(&base, &singles), expect, "round {round}");
+    }
+}

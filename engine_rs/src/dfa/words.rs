@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
-use super::{explore_rows, product_classes, Dfa, DfaError, StateIds, StateIndex, DEAD};
+use super::{explore_rows, split_out, ByteSet, Dfa, DfaError, StateIds, StateIndex, DEAD};
 
 /// The rest of a JSON string after its opening quote: characters in every spelling JSON allows
 /// (raw, short escapes, `\uXXXX` in either case, surrogate pairs; lone surrogates refused), then
@@ -352,19 +352,14 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
         }
     }
     // Bytes the trie tells apart: those of the words' characters and of escapes.
-    let mut special = [false; 256];
+    let mut special = ByteSet::EMPTY;
     for w in words {
-        for b in w.bytes() {
-            special[b as usize] = true;
-        }
+        w.bytes().for_each(|b| special.insert(b));
     }
     for &b in b"\\\"u/bfnrt0123456789abcdefABCDEF" {
-        special[b as usize] = true;
+        special.insert(b);
     }
-    let (classes, reps) = product_classes(|b| {
-        let mine = if special[b as usize] { b as u32 + 1 } else { 0 };
-        (body.byte_class(b), mine)
-    });
+    let (classes, reps) = split_out(&body.classes, &special);
     // A trie node between characters (`at` is then the body's start).
     let boundary = |node: u32| State::Trie {
         node,

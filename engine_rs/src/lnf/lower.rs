@@ -256,12 +256,15 @@ impl<'a> Lowerer<'a> {
             }
         };
         let limit = self.opts.dfa_size_limit;
-        let built = Dfa::from_regex(&regex, limit)
-            .map_err(|err| dfa_diag(err, arg.span, &format!("{construct} argument")))
-            .and_then(|e| {
-                Dfa::count_chars(&e, count, min, max, limit)
-                    .map_err(|err| dfa_diag(err, span, construct))
-            });
+        let built = match Dfa::prebuilt_counted(&regex, count, min, max, limit) {
+            Some(dfa) => Ok(dfa),
+            None => Dfa::from_regex(&regex, limit)
+                .map_err(|err| dfa_diag(err, arg.span, &format!("{construct} argument")))
+                .and_then(|e| {
+                    Dfa::count_chars(&e, count, min, max, limit)
+                        .map_err(|err| dfa_diag(err, span, construct))
+                }),
+        };
         match built {
             Ok(dfa) => {
                 let id = self

@@ -186,6 +186,23 @@ impl PySharedRules {
     ) -> PyResult<Option<(Vec<String>, String)>> {
         guard(py, || Ok(self.inner.add(kbnf, prefix)))
     }
+
+    /// [`Self::add`] of the KBNF `translate_common_schema(schema, max_number_length)` returns,
+    /// in one call (the text never goes through Python); `None` when the schema is outside the
+    /// common shape or `add` would return `None` for its text (translate and add it then).
+    #[pyo3(signature = (schema, prefix, max_number_length=None))]
+    fn add_common_schema(
+        &mut self,
+        py: Python<'_>,
+        schema: &Bound<'_, PyAny>,
+        prefix: &str,
+        max_number_length: Option<u32>,
+    ) -> PyResult<Option<(Vec<String>, String)>> {
+        guard(py, || {
+            Ok(super::schema::common_kbnf(schema, max_number_length)
+                .and_then(|kbnf| self.inner.add(&kbnf, prefix)))
+        })
+    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -74,10 +74,17 @@ fn translate_common_schema(
     schema: &Bound<'_, PyAny>,
     max_number_length: Option<u32>,
 ) -> PyResult<Option<String>> {
-    guard(py, || {
-        let mut budget = MAX_VALUES;
-        Ok(json_of(schema, 0, &mut budget).and_then(|json| translate(&json, max_number_length)))
-    })
+    guard(py, || Ok(common_kbnf(schema, max_number_length)))
+}
+
+/// [`translate_common_schema`]'s text, for the bindings that translate on the way (the embedded
+/// schemas of a structural tag): `None` outside the common shape.
+pub(super) fn common_kbnf(
+    schema: &Bound<'_, PyAny>,
+    max_number_length: Option<u32>,
+) -> Option<String> {
+    let mut budget = MAX_VALUES;
+    json_of(schema, 0, &mut budget).and_then(|json| translate(&json, max_number_length))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

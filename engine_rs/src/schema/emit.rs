@@ -91,16 +91,19 @@ const MAX_NEST: usize = 200;
 
 impl<'a> Emitter<'a> {
     pub(super) fn new(nodes: &'a Nodes, max_number_length: Option<u32>) -> Emitter<'a> {
+        // (sized for the rules a schema of this many nodes usually has: a tool's parameters
+        // are a few dozen nodes, and growing each map step by step costs more than the rules)
+        let rules = 2 * nodes.nodes.len() + 8;
         Emitter {
             nodes,
             max_number_length: max_number_length.filter(|&n| n > 0),
-            rules: Vec::new(),
-            index: FxHashMap::default(),
-            shared: FxHashMap::default(),
-            counter: FxHashMap::default(),
+            rules: Vec::with_capacity(rules),
+            index: FxHashMap::with_capacity_and_hasher(rules, Default::default()),
+            shared: FxHashMap::with_capacity_and_hasher(rules, Default::default()),
+            counter: FxHashMap::with_capacity_and_hasher(rules, Default::default()),
             // (the fixed names are taken too: `fresh` checks them apart)
-            used: FxHashSet::default(),
-            memo: FxHashMap::default(),
+            used: FxHashSet::with_capacity_and_hasher(rules, Default::default()),
+            memo: FxHashMap::with_capacity_and_hasher(nodes.nodes.len(), Default::default()),
             generic_done: false,
             nest: 0,
             too_deep: false,
