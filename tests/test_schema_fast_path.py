@@ -274,6 +274,9 @@ TRANSLATED |= {
     "maxLength",
 }
 TRANSLATED_AT_ROOT = {"definitions", "$defs", "$schema"}
+#: (a base URI for references only: a string is read, and declined below the root when the schema
+#: has references; any other value is declined)
+TRANSLATED |= {"$id"}
 
 
 def test_every_keyword_the_translator_reads_is_translated_or_declined() -> None:
@@ -298,6 +301,14 @@ def test_every_keyword_the_translator_reads_is_translated_or_declined() -> None:
             if keyword not in TRANSLATED_AT_ROOT:
                 schema = {"type": "string", keyword: value}
                 assert _engine.translate_common_schema(schema) is None, schema
+    for value in (1, True, {}, []):
+        assert _engine.translate_common_schema({"type": "string", "$id": value}) is None
+    with_ids = {
+        "$id": "http://x.example/",
+        "type": "array",
+        "items": {"type": "string", "$id": "x"},
+    }
+    assert _engine.translate_common_schema(with_ids) == translate(with_ids).kbnf
     # Annotations and unknown keywords are ignored, as by the translator.
     annotated = {"type": "string", "title": "t", "x-unknown": {"minLength": 3}, "$comment": "c"}
     assert _engine.translate_common_schema(annotated) == translate(annotated).kbnf

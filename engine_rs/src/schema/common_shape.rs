@@ -334,8 +334,9 @@ impl Builder {
                 "definitions" | "$defs" if root && matches!(v, Json::Object(_)) => {}
                 "$ref" => reference = Some(v),
                 "anyOf" => any_of = Some(v),
-                // (draft 4's `$id`; a name in later drafts)
-                "id" if matches!(v, Json::Str(_)) => self.nested_id |= !root,
+                // (draft 4's `$id`, a name in later drafts; and later drafts' `$id`, a name in
+                // draft 4: either way a base URI only for references, see `nested_id`)
+                "id" | "$id" if matches!(v, Json::Str(_)) => self.nested_id |= !root,
                 "$comment" => {}
                 k if ASSERTING.contains(&k) || k == "id" || k.starts_with('$') => return None,
                 _ => {}

@@ -73,7 +73,7 @@ fn other_shapes_decline() {
             ("type", s("string")),
             ("minLength", Json::Number(Some(100))),
         ]),
-        obj(&[("type", s("string")), ("$id", s("x"))]),
+        obj(&[("type", s("string")), ("$id", Json::Number(Some(1)))]),
         obj(&[("$ref", s("#/definitions/x"))]),
         obj(&[
             ("type", s("object")),
@@ -269,4 +269,24 @@ fn number_bounds_print_the_python_translators_interval() {
         r#"num ::= #"3(?:\.0+)?|3(?:\.0+)?[Ee](?:\+?0*0|\-0+)";"#
     );
     assert_eq!(number(&[("minimum", 3), ("exclusiveMaximum", 3)]), None);
+}
+
+/// `$id` (like draft 4's `id`) is a base URI for references only: without references, at the
+/// root or below, the text is the one without it.
+#[test]
+fn ids_without_references_change_nothing() {
+    let plain = obj(&[
+        ("type", s("object")),
+        ("properties", obj(&[("a", obj(&[("type", s("string"))]))])),
+    ]);
+    let with_ids = obj(&[
+        ("$id", s("http://x.example/root")),
+        ("type", s("object")),
+        (
+            "properties",
+            obj(&[("a", obj(&[("$id", s("a")), ("type", s("string"))]))]),
+        ),
+    ]);
+    let text = translate(&plain, None).expect("common shape");
+    assert_eq!(translate(&with_ids, None), Some(text));
 }
