@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from structout.errors import GrammarError
 
@@ -112,3 +113,10 @@ class SharedRules:
         if got is None:
             return [prefixed(kbnf, prefix).strip()], prefix + "start"
         return got
+
+    def add_common_schema(
+        self, schema: dict[str, Any], prefix: str, max_number_length: int | None
+    ) -> tuple[list[str], str] | None:
+        """:meth:`add` of the schema's common-shape KBNF (``translate_common_schema``), in one
+        engine call; ``None`` outside the common shape (or when ``add`` would only rename it)."""
+        return self._engine.add_common_schema(schema, prefix, max_number_length)

@@ -272,15 +272,6 @@ def _default_options() -> dict[str, Any]:
     return dict(Limits().translator_options())
 
 
-class _Rules(SharedRules):
-    def add_common_schema(
-        self, schema: dict[str, Any], prefix: str, max_number_length: int | None
-    ) -> tuple[list[str], str] | None:
-        """:meth:`add` of the schema's common-shape KBNF (``translate_common_schema``), in one
-        engine call; ``None`` outside the common shape (or when ``add`` would only rename it)."""
-        return self._engine.add_common_schema(schema, prefix, max_number_length)
-
-
 class _Emitter:
     """Writes rules ``r<N>`` for the tree and ``g<N>_*`` for each embedded grammar."""
 
@@ -296,7 +287,7 @@ class _Emitter:
             self._common = _common_shape_option(tuple(self._options.items()))
         self._rules: list[str] = []
         self._embedded: dict[str | bytes, str] = {}  # key of a schema/grammar -> its start rule
-        self._shared = _Rules()  # the rules of embedded grammars, each written once
+        self._shared = SharedRules()  # the rules of embedded grammars, each written once
         self._stops: dict[tuple[str, ...], str] = {}  # exclusion set -> its rule
         self._count = 0
 

@@ -43,7 +43,6 @@ from structout.structural_tag import (
     Tag,
     TagsWithSeparator,
     TriggeredTags,
-    _Rules,
     from_xgrammar,
     structural_tag,
     structural_tag_kbnf,
@@ -685,7 +684,7 @@ def test_shared_rules_keep_the_language(seed: int, monkeypatch: pytest.MonkeyPat
     shared_text = structural_tag_kbnf(fmt)
     with monkeypatch.context() as m:
         m.setattr(SharedRules, "add", _unshared)
-        m.setattr(_Rules, "add_common_schema", lambda *_: None)  # (the engine's shortcut)
+        m.setattr(SharedRules, "add_common_schema", lambda *_: None)  # (the engine's shortcut)
         plain_text = structural_tag_kbnf(fmt)
     assert shared_text.count("::=") < plain_text.count("::=")
     shared = structout.compile_grammar(shared_text)
