@@ -556,13 +556,25 @@ fn walk_subtree(
     let grammar = rec.grammar().clone();
     let lnf = grammar.lnf();
     let base_items: Vec<ScanItem> = rec.scan_terminals().collect();
-    let k = base_items.len();
-    if k == 0 {
+    if base_items.is_empty() {
         return Ok(0);
     }
-    let mut lexemes: Vec<Lexeme<'_>> = Vec::with_capacity(k);
-    let mut states: Vec<u32> = Vec::with_capacity(k * 8);
+    // One lexeme per distinct (terminal, state): items that scan the same terminal from the
+    // same state (in several places of the parse) live and end together. `lexeme_of[b]`: the
+    // lexeme of base item `b`.
+    let mut lexemes: Vec<Lexeme<'_>> = Vec::with_capacity(base_items.len());
+    let mut states: Vec<u32> = Vec::with_capacity(base_items.len() * 8);
+    let mut keys: Vec<(LSym, u32)> = Vec::with_capacity(base_items.len());
+    let mut lexeme_of: Vec<u8> = Vec::with_capacity(base_items.len());
     for it in &base_items {
+        if let Some(j) = keys.iter().position(|&key| key == (it.sym, it.state)) {
+            lexeme_of.push(j as u8);
+            continue;
+        }
+        if keys.len() == 64 {
+            // More than 64 lexemes do not fit the end mask: use the recognizer.
+            return walk_recognizer(rec, trie, start, first, out, skip_by);
+        }
         // Lexer states use 0 (`DEAD`) for "dead", so literal offsets are stored plus one.
         match it.sym {
             LSym::Lit(l) => {
@@ -573,11 +585,13 @@ fn walk_subtree(
                 lexemes.push(Lexeme::Dfa(&lnf.dfas[d as usize]));
                 states.push(it.state);
             }
-            // `except!` carries a length bound tied to positions; more than 64 lexemes do not fit
-            // the end mask: use the recognizer.
+            // `except!` carries a length bound tied to positions: use the recognizer.
             _ => return walk_recognizer(rec, trie, start, first, out, skip_by),
         }
+        lexeme_of.push(keys.len() as u8);
+        keys.push((it.sym, it.state));
     }
+    let k = lexemes.len();
     if k > 64 {
         return walk_recognizer(rec, trie, start, first, out, skip_by);
     }
@@ -698,6 +712,7 @@ fn walk_subtree(
                 next,
                 lexemes: &lexemes,
                 base_items: &base_items,
+                lexeme_of: &lexeme_of,
             };
             let (allowed, now_fed) = ending.decide(rec, base_len, fed, &mut skip)?;
             fed = now_fed;
@@ -726,7 +741,7 @@ fn walk_subtree(
                     }
                     fed = r;
                     skip.clear();
-                    skip.extend(continuing(live, next, &lexemes, &base_items));
+                    skip.extend(continuing(live, next, &lexemes, &base_items, &lexeme_of));
                     let f = rec.allowed_bytes_without(&skip);
                     follow_cache.push((ends, f));
                     f
@@ -747,6 +762,7 @@ struct Ending<'w, 'g> {
     next: &'w [u32],
     lexemes: &'w [Lexeme<'g>],
     base_items: &'w [ScanItem],
+    lexeme_of: &'w [u8],
 }
 
 impl Ending<'_, '_> {
@@ -767,11 +783,16 @@ impl Ending<'_, '_> {
         let lnf = rec.grammar().clone();
         let lnf = lnf.lnf();
         // (`live` also holds DFAs in a final state, which take no further byte)
-        let goes_on = continuing(self.live, self.next, self.lexemes, self.base_items).any(|it| {
-            match it.sym {
-                LSym::Regex(d) => lnf.dfas[d as usize].can_continue(it.state),
-                _ => true,
-            }
+        let goes_on = continuing(
+            self.live,
+            self.next,
+            self.lexemes,
+            self.base_items,
+            self.lexeme_of,
+        )
+        .any(|it| match it.sym {
+            LSym::Regex(d) => lnf.dfas[d as usize].can_continue(it.state),
+            _ => true,
         });
         rec.rollback_to(base_len + fed);
         if !rec.try_feed(&self.path[fed..])? {
@@ -783,6 +804,7 @@ impl Ending<'_, '_> {
             self.next,
             self.lexemes,
             self.base_items,
+            self.lexeme_of,
         ));
         let follow = rec.allowed_bytes_without(skip);
         let ended = rec.is_complete() || !follow.is_empty();
@@ -790,22 +812,28 @@ impl Ending<'_, '_> {
     }
 }
 
-/// The scan items of the lexemes alive in `live` (bit `j`: lexeme `j`), in their states `next`
-/// (lexer states: literal offsets plus one).
+/// The scan items whose lexemes are alive in `live` (bit `j`: lexeme `j`; base item `b` is
+/// lexeme `lexeme_of[b]`), in their states `next` (lexer states: literal offsets plus one).
 fn continuing<'s>(
     live: u64,
     next: &'s [u32],
     lexemes: &'s [Lexeme<'_>],
     base_items: &'s [ScanItem],
+    lexeme_of: &'s [u8],
 ) -> impl Iterator<Item = ScanItem> + 's {
-    (0..base_items.len())
-        .filter(move |&j| live & (1 << j) != 0)
-        .map(move |j| ScanItem {
-            state: match lexemes[j] {
-                Lexeme::Lit(_) => next[j] - 1,
-                Lexeme::Dfa(_) => next[j],
-            },
-            ..base_items[j]
+    base_items
+        .iter()
+        .zip(lexeme_of)
+        .filter(move |&(_, &j)| live & (1 << j) != 0)
+        .map(move |(it, &j)| {
+            let j = j as usize;
+            ScanItem {
+                state: match lexemes[j] {
+                    Lexeme::Lit(_) => next[j] - 1,
+                    Lexeme::Dfa(_) => next[j],
+                },
+                ..*it
+            }
         })
 }
 

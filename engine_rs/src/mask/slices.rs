@@ -299,6 +299,19 @@ impl TokenIndex {
     /// [`TokenIndex::counted_tables`]). `None` when the characters decide (some kill, some do
     /// not), when the terminal may end inside the text, or over [`MAX_ROOM_PAIRS`] pairs.
     pub fn uniform_room(&self, dfa: &Dfa, moves: &SliceMoves, s: u32) -> Option<usize> {
+        self.room_by_layers(dfa, moves, s, true)
+    }
+
+    /// [`TokenIndex::uniform_room`], character layer by layer up to the cap; with
+    /// `stop_at_repeat`, it stops at a layer that starts as the previous one did (every later
+    /// layer repeats it, so the text goes on to the cap).
+    fn room_by_layers(
+        &self,
+        dfa: &Dfa,
+        moves: &SliceMoves,
+        s: u32,
+        stop_at_repeat: bool,
+    ) -> Option<usize> {
         let slice = &self.slice_dfa;
         let cap = self.max_slice_leads();
         // `layer`: the (terminal, slice) pairs slice text starting exactly `k` characters
@@ -306,6 +319,8 @@ impl TokenIndex {
         let mut layer = vec![(s, slice.start())];
         let mut seen: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
         for k in 0..=cap {
+            // The layer's start, sorted and deduplicated.
+            let start_len = layer.len();
             seen.clear();
             seen.extend(layer.iter().copied());
             let mut next: Vec<(u32, u32)> = Vec::new();
@@ -345,6 +360,9 @@ impl TokenIndex {
             }
             next.sort_unstable();
             next.dedup();
+            if stop_at_repeat && next[..] == layer[..start_len] {
+                return Some(cap);
+            }
             layer = next;
         }
         Some(cap)
@@ -750,6 +768,39 @@ mod tests {
             assert_eq!(index.rest_breaks[i] & !BREAK_INSIDE, want, "{:?}", path(i));
         }
         assert!(index.rest.num_tokens() == 9, "`abc` is a slice token");
+    }
+
+    /// `uniform_room` (which stops at a layer that repeats the previous one) equals the room
+    /// found by reading every character layer up to the cap, for every state of automata with
+    /// unbounded, bounded and character-dependent text.
+    #[test]
+    fn uniform_room_matches_reading_every_layer() {
+        let mut toks: Vec<Option<Vec<u8>>> = vec![None];
+        for n in 1..=12usize {
+            toks.push(Some("a".repeat(n).into_bytes()));
+            toks.push(Some("\u{e9}".repeat(n).into_bytes()));
+        }
+        let vocab = crate::vocab::Vocabulary::from_byte_tokens(&toks, &[], None).unwrap();
+        let index = TokenIndex::new(&vocab);
+        assert_eq!(index.max_slice_leads(), 12);
+        let mut capped = 0;
+        for re in [
+            r#""[^"\\\x00-\x1F]*""#,
+            r#""[^"\\\x00-\x1F]{0,5}""#,
+            r#""[^"\\\x00-\x1F]{3,20}x""#,
+            r#""a[^"\\]*|b[\u{e9}]{2,}c""#,
+            r#"(ab|[^"a])*"|abc"#,
+            r#""([^"\\\x00-\x1F]|\\["\\/bfnrt])*""#,
+        ] {
+            let dfa = Dfa::from_regex(re, 1 << 20).unwrap();
+            let moves = index.slice_moves(&dfa);
+            for s in 1..dfa.state_count() as u32 {
+                let want = index.room_by_layers(&dfa, &moves, s, false);
+                assert_eq!(index.uniform_room(&dfa, &moves, s), want, "{re} state {s}");
+                capped += (want == Some(12)) as usize;
+            }
+        }
+        assert!(capped > 0, "some state has text up to the cap");
     }
 
     /// `slices_with_leads_upto(r)` is exactly the slice tokens starting at most `r` characters,
