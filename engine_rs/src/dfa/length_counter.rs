@@ -134,6 +134,11 @@ impl Counter {
         k
     }
 
+    /// Whether `n` characters are enough (`n >= min`).
+    pub(super) fn reaches_min(&self, n: u32) -> bool {
+        n >= self.min
+    }
+
     /// Whether `(t, n)` is a live state: `n <= max` and `t` can still reach acceptance from `n`.
     pub(super) fn is_live(&self, t: u32, n: u32) -> bool {
         t != DEAD && n <= self.max && self.live(t, n)

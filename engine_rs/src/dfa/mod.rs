@@ -254,6 +254,14 @@ impl Dfa {
         let (t, n) = c.parts(state);
         Some((t, c.slack(n, cap)))
     }
+    /// For a length-counted automaton: the base state of `state` when the count cannot matter
+    /// over the next `chars` characters: it is at least `min` (acceptance is the base's) and the
+    /// layers of counts up to `chars` more hold every base state (liveness is the base's).
+    pub fn count_indifferent(&self, state: u32, chars: u32) -> Option<u32> {
+        let c = self.counter.as_ref()?;
+        let (t, n) = c.parts(state);
+        (c.reaches_min(n) && c.slack(n, chars + 1) > chars).then_some(t)
+    }
     /// For a length-counted automaton: `(base state, count)` of `state`.
     pub fn counted_state(&self, state: u32) -> Option<(u32, u32)> {
         Some(self.counter.as_ref()?.parts(state))

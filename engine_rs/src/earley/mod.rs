@@ -667,6 +667,17 @@ impl Recognizer {
     /// [`Recognizer::forget_before`]. Returns `false` (key unusable) when the description would
     /// exceed `max_len` values.
     pub fn state_key(&self, key: &mut Vec<u32>, max_len: usize) -> bool {
+        self.state_key_with(key, max_len, |_, state| state)
+    }
+
+    /// [`Recognizer::state_key`], with the state of each regex item of the current set written
+    /// as `scan_state(terminal, state)`: for callers that know some states to act alike.
+    pub fn state_key_with(
+        &self,
+        key: &mut Vec<u32>,
+        max_len: usize,
+        scan_state: impl Fn(u32, u32) -> u32,
+    ) -> bool {
         key.clear();
         let lnf = &self.grammar.lnf;
         let cur = (self.sets.len() - 1) as u32;
@@ -699,7 +710,11 @@ impl Recognizer {
             if j == cur {
                 for it in &self.items[set.start as usize..set.wait as usize] {
                     let c = canon(&mut origins, it.start);
-                    key.extend_from_slice(&[it.pos, it.state, c]);
+                    let state = match lnf.syms[it.pos as usize] {
+                        LSym::Regex(d) => scan_state(d, it.state),
+                        _ => it.state,
+                    };
+                    key.extend_from_slice(&[it.pos, state, c]);
                     if let LSym::Except(_) = lnf.syms[it.pos as usize] {
                         key.push(cur_at - self.sets[it.start as usize].at);
                     }

@@ -285,10 +285,22 @@ impl Matcher {
             return Ok(());
         } else if let Some(room) = counted_room {
             // Inside length-counted free text: the slice tokens that fit the count, plus the rest
-            // walked (the count changes along a token, so no suffix shortcut).
-            out.copy_from_slice(cg.index.slices_with_leads_upto(room));
-            let skip = Skip::rest_dead(&cg.index, cg.counted_rest_dead(self.rec.scan_terminals()));
-            walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, skip)?;
+            // walked (the count changes along a token, so no suffix shortcut). Far from its
+            // bounds the count decides nothing: the mask is cached under the base states.
+            let mut key = std::mem::take(&mut self.key);
+            let keyed = cg.count_free_key(&self.rec, &mut key);
+            if !(keyed && cg.cached_mask(&key, out)) {
+                out.copy_from_slice(cg.index.slices_with_leads_upto(room));
+                let dead = cg.counted_rest_dead(self.rec.scan_terminals());
+                let skip = Skip::rest_dead(&cg.index, dead);
+                walk_subtree(&mut self.rec, &cg.index.rest, 0, Some(&first), out, skip)?;
+                self.add_eos(out);
+                if keyed {
+                    cg.store_mask(&key, out);
+                }
+            }
+            self.key = key;
+            return Ok(());
         } else if !first.is_empty() {
             let mut key = std::mem::take(&mut self.key);
             let keyed = self.rec.state_key(&mut key, super::MASK_CACHE_MAX_KEY);
@@ -943,7 +955,9 @@ mod tests {
         check_with(vocab(), grammar, inputs);
     }
 
-    fn check_with(vocab: Arc<Vocabulary>, grammar: &str, inputs: &[&[u8]]) {
+    /// Checks every mask along `inputs` against brute force; returns the compiled grammar (for
+    /// its cache counters).
+    fn check_with(vocab: Arc<Vocabulary>, grammar: &str, inputs: &[&[u8]]) -> Arc<CompiledGrammar> {
         let g = Arc::new(Grammar::compile(grammar, &CompileOptions::default()).unwrap());
         let cg = Arc::new(CompiledGrammar::new(g, vocab));
         let words = cg.mask_words();
@@ -967,6 +981,7 @@ mod tests {
                 );
             }
         }
+        cg
     }
 
     #[test]
@@ -1186,6 +1201,27 @@ mod tests {
                 );
             });
         }
+    }
+
+    /// Long length-counted text: far from its bounds the masks are cached under the base
+    /// states and reused at other counts; near the minimum and the maximum they are computed.
+    /// Every mask equals brute force, and the cache is used.
+    #[test]
+    fn count_free_text_masks_equal_brute_force_and_are_shared() {
+        crate::dfa::test_form::with(CountForm::Counted, || {
+            let grammar =
+                r#"start ::= "[\"" json_len!(#"(?:[^\"\\\x00-\x1F]|\\[n\"])*", 3, 100) "\"]";"#;
+            let long = "ab é\\n".repeat(12);
+            let inputs = [format!("[\"{long}\"]"), format!("[\"{}\"]", "a".repeat(95))];
+            let inputs: Vec<&[u8]> = inputs.iter().map(|s| s.as_bytes()).collect();
+            let cg = check_with(vocab(), grammar, &inputs);
+            assert!(
+                cg.index.max_token_leads() + 10 < 100,
+                "room for count-free text"
+            );
+            let stats = cg.mask_cache_stats();
+            assert!(stats.hits > 20, "{stats:?}: count-free masks are shared");
+        });
     }
 
     #[test]

@@ -515,6 +515,40 @@ impl CompiledGrammar {
         room
     }
 
+    /// The state key of `rec` with each length-counted terminal written as its base state, when
+    /// no token can make the count matter: every such terminal is at least at its minimum and
+    /// stays below its maximum (and alive as its base) for as many characters as a token
+    /// completes (the characters it starts, plus one begun before it). Masks then do not
+    /// depend on the counts. Such keys start with 2 or 3 (plain keys with 0 or 1), so the two
+    /// kinds never meet. `false` when some count may matter, there is no such terminal, or the
+    /// key is too long.
+    fn count_free_key(&self, rec: &crate::Recognizer, key: &mut Vec<u32>) -> bool {
+        let dfas = &self.grammar.lnf().dfas;
+        let chars = self.index.max_token_leads() as u32 + 1;
+        let mut counted = false;
+        for it in rec.scan_terminals() {
+            if let LSym::Regex(d) = it.sym {
+                let dfa = &dfas[d as usize];
+                if dfa.counted_state(it.state).is_some() {
+                    if dfa.count_indifferent(it.state, chars).is_none() {
+                        return false;
+                    }
+                    counted = true;
+                }
+            }
+        }
+        let keyed = counted
+            && rec.state_key_with(key, MASK_CACHE_MAX_KEY, |d, state| {
+                dfas[d as usize]
+                    .count_indifferent(state, chars)
+                    .unwrap_or(state)
+            });
+        if keyed {
+            key[0] += 2;
+        }
+        keyed
+    }
+
     /// Like [`CompiledGrammar::counted_text_room`], for tabulated terminals (see
     /// [`TokenIndex::uniform_room`]): when every scanned terminal is either in such a state or a
     /// literal or regex whose next byte starts no slice token, how many characters a slice token

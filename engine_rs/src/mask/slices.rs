@@ -57,6 +57,8 @@ pub struct TokenIndex {
     /// Every slice token with the number of characters it starts (its bytes outside
     /// `0x80..=0xBF`), for length-counted terminals; ascending by that number.
     slice_leads: Vec<(u32, u32)>,
+    /// The most characters any token starts.
+    max_token_leads: usize,
     /// `leads_upto[r]`: the mask of slice tokens starting at most `r` characters, built on first
     /// use (`r` below the largest count; above it, `all_slices`).
     leads_upto: Vec<OnceLock<Vec<u32>>>,
@@ -86,12 +88,13 @@ impl TokenIndex {
         let mut slice_leads = Vec::new();
         let mut rest = Vec::new();
         let mut suffixes = Vec::new();
+        let mut max_token_leads = 0;
         for (id, bytes) in vocab.text_tokens() {
+            max_token_leads = max_token_leads.max(leads_of(bytes));
             // Members are prefixes of words of `L` (a trailing partial UTF-8 character is fine):
             // slice depths are defined over such prefixes.
             if is_slice_prefix(&slice_dfa, bytes) {
-                let leads = bytes.iter().filter(|&&b| !is_continuation(b)).count();
-                slice_leads.push((id, leads as u32));
+                slice_leads.push((id, leads_of(bytes) as u32));
                 let b = BUCKET_BOUNDS
                     .iter()
                     .position(|&m| bytes.len() <= m)
@@ -139,8 +142,14 @@ impl TokenIndex {
                 .map(|_| OnceLock::new())
                 .collect(),
             slice_leads,
+            max_token_leads,
             loops: super::loops::LoopIndex::new(vocab),
         }
+    }
+
+    /// The most characters any token starts (its bytes outside `0x80..=0xBF`).
+    pub fn max_token_leads(&self) -> usize {
+        self.max_token_leads
     }
 
     /// The position of the first byte of `bytes` outside the slice language's prefixes, if any.
@@ -576,6 +585,11 @@ fn break_classes(trie: &TokenTrie, slice: &Dfa) -> Vec<u64> {
         };
     }
     out
+}
+
+/// The characters `bytes` starts: its bytes that are not UTF-8 continuation bytes.
+fn leads_of(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| !is_continuation(b)).count()
 }
 
 /// Whether `b` continues a UTF-8 character (`0x80..=0xBF`) rather than starting one.
