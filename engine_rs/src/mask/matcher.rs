@@ -1224,6 +1224,42 @@ mod tests {
         });
     }
 
+    /// An object whose optional properties come in order: after `{` or a comma every later
+    /// property name is a literal being scanned (with shared prefixes and names that are prefixes
+    /// of others).
+    #[test]
+    fn many_literal_keys_equal_brute_force() {
+        let names = [
+            "a", "ab", "abc", "b", "ba", "bab", "e", "eb", "ee", "f", "fa", "ta", "tab",
+        ];
+        // `p{k}`: property k or a later one first; `q{k}`: what follows a property before k.
+        let mut g = String::from("start ::= '{}' | '{' p0 '}';\nv ::= 'true' | 'false' | '1';\n");
+        for (i, name) in names.iter().enumerate() {
+            let tail = match i + 1 < names.len() {
+                true => format!(" q{}", i + 1),
+                false => String::new(),
+            };
+            let skip = match i + 1 < names.len() {
+                true => format!(" | p{}", i + 1),
+                false => String::new(),
+            };
+            g += &format!("p{i} ::= '\"{name}\": ' v{tail}{skip};\n");
+            if i + 1 < names.len() {
+                g += &format!("q{} ::= '' | ', ' p{};\n", i + 1, i + 1);
+            }
+        }
+        check(
+            &g,
+            &[
+                br#"{"a": 1, "abc": true, "tab": 1}"#,
+                br#"{"ab": 1, "b": 1, "ba": false, "bab": 1, "e": 1, "eb": 1, "ee": 1, "f": 1}"#,
+                br#"{"ee": 1, "fa": 1}"#,
+                br#"{"tab": 1}"#,
+                b"{}",
+            ],
+        );
+    }
+
     #[test]
     fn more_than_64_lexemes_equal_brute_force() {
         // Keys that stay separate terminals (each production continues with a nonterminal),

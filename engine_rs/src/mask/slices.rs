@@ -181,6 +181,8 @@ impl TokenIndex {
         let slice = &self.slice_dfa;
         let class_bytes = super::loops::class_bytes();
         let mut dead = (1u64 << super::loops::NUM_CLASSES) - 1;
+        // The bytes some state of the closure so far lives on; `dead`: the classes none meets.
+        let mut live = ByteSet::EMPTY;
         let mut seen: rustc_hash::FxHashSet<(u32, u32)> = Default::default();
         let mut stack = vec![(s, slice.start())];
         seen.insert((s, slice.start()));
@@ -188,14 +190,17 @@ impl TokenIndex {
             if no_ends && dfa.is_accept(t) {
                 return 0;
             }
-            let live = dfa.live_bytes(t);
-            for (c, set) in class_bytes.iter().enumerate() {
-                if set.meets(&live) {
-                    dead &= !(1 << c);
+            let before = live;
+            live.union_with(&dfa.live_bytes(t));
+            if live != before {
+                for (c, set) in class_bytes.iter().enumerate() {
+                    if dead & (1 << c) != 0 && set.meets(&live) {
+                        dead &= !(1 << c);
+                    }
                 }
-            }
-            if dead == 0 {
-                return 0;
+                if dead == 0 {
+                    return 0;
+                }
             }
             for &(b, u2) in &moves[u as usize] {
                 let t2 = dfa.next(t, b);
