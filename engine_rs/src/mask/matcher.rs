@@ -278,7 +278,7 @@ impl Matcher {
                 )?;
                 self.add_eos(out);
                 if keyed {
-                    cg.store_text_mask(&key, out);
+                    cg.store_mask(&key, out);
                 }
             }
             self.key = key;

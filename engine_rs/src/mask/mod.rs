@@ -73,14 +73,30 @@ pub const MASK_CACHE_MAX_KEY: usize = 4096;
 #[derive(Default)]
 struct MaskCache {
     map: FxHashMap<Box<[u32]>, StoredMask>,
+    /// Hashes of the keys whose mask was computed once and not stored (see
+    /// [`CompiledGrammar::store_mask`]).
+    computed_once: rustc_hash::FxHashSet<u64>,
     bytes: usize,
     hits: u64,
     misses: u64,
 }
 
-/// A cached mask in the smallest of three exact forms: most cached states allow few tokens (a
-/// key, a literal, a number) or nearly all, so a list of the exceptions is far smaller than the
-/// bitmask (`ceil(V / 32)` words, 16 KB for a 128k vocabulary).
+impl MaskCache {
+    /// Empties the cache when `size` more bytes would exceed `limit`: a simple bound, rather
+    /// than tracking recency on the hot path.
+    fn make_room(&mut self, size: usize, limit: usize) {
+        if self.bytes + size > limit {
+            self.map.clear();
+            self.computed_once.clear();
+            self.bytes = 0;
+        }
+    }
+}
+
+/// A cached mask in the smallest of four exact forms: most cached states allow few tokens (a
+/// key, a literal, a number), nearly all, or every slice token ([`TokenIndex::all_slices`]) give
+/// or take a few (free text, a key after a name's prefix), so a list of the exceptions is far
+/// smaller than the bitmask (`ceil(V / 32)` words, 16 KB for a 128k vocabulary).
 ///
 /// Invariant: [`StoredMask::restore`] rewrites every bit of the row, padding bits included, as
 /// they were when stored.
@@ -91,18 +107,23 @@ enum StoredMask {
     Ones(Box<[u32]>),
     /// The positions of the clear bits, ascending (every other bit is set).
     Zeros(Box<[u32]>),
-    /// Every slice token ([`TokenIndex::all_slices`]) and these positions: a free-text mask.
-    OverSlices(Box<[u32]>),
+    /// The positions where the mask differs from the slice tokens' mask, ascending.
+    Flips(Box<[u32]>),
 }
 
 impl StoredMask {
-    fn store(mask: &[u32]) -> StoredMask {
-        let bits = mask.len() * 32;
-        let ones: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
-        let positions = |want_set: bool| -> Box<[u32]> {
-            let mut out = Vec::with_capacity(if want_set { ones } else { bits - ones });
-            for (i, &w) in mask.iter().enumerate() {
-                let mut w = if want_set { w } else { !w };
+    /// The smallest form of `mask`; `slices` is [`TokenIndex::all_slices`].
+    fn store(mask: &[u32], slices: &[u32]) -> StoredMask {
+        let (mut ones, mut flips) = (0usize, 0usize);
+        for (&w, &s) in mask.iter().zip(slices) {
+            ones += w.count_ones() as usize;
+            flips += (w ^ s).count_ones() as usize;
+        }
+        let zeros = mask.len() * 32 - ones;
+        let positions = |count: usize, word: &dyn Fn(usize) -> u32| -> Box<[u32]> {
+            let mut out = Vec::with_capacity(count);
+            for i in 0..mask.len() {
+                let mut w = word(i);
                 while w != 0 {
                     out.push((i * 32) as u32 + w.trailing_zeros());
                     w &= w - 1;
@@ -110,50 +131,40 @@ impl StoredMask {
             }
             out.into_boxed_slice()
         };
-        if ones < mask.len() {
-            StoredMask::Ones(positions(true))
-        } else if bits - ones < mask.len() {
-            StoredMask::Zeros(positions(false))
-        } else {
+        let fewest = ones.min(zeros).min(flips);
+        if fewest >= mask.len() {
             StoredMask::Bits(mask.into())
+        } else if fewest == ones {
+            StoredMask::Ones(positions(ones, &|i| mask[i]))
+        } else if fewest == zeros {
+            StoredMask::Zeros(positions(zeros, &|i| !mask[i]))
+        } else {
+            StoredMask::Flips(positions(flips, &|i| mask[i] ^ slices[i]))
         }
-    }
-
-    /// A mask that holds every slice token, stored as the positions of its other bits.
-    fn store_over_slices(mask: &[u32], slices: &[u32]) -> StoredMask {
-        let mut out = Vec::new();
-        for (i, (&w, &base)) in mask.iter().zip(slices).enumerate() {
-            debug_assert_eq!(w & base, base, "the mask holds every slice token");
-            let mut w = w & !base;
-            while w != 0 {
-                out.push((i * 32) as u32 + w.trailing_zeros());
-                w &= w - 1;
-            }
-        }
-        StoredMask::OverSlices(out.into_boxed_slice())
     }
 
     fn restore(&self, out: &mut [u32], slices: &[u32]) {
-        match self {
-            StoredMask::OverSlices(ids) => {
-                out.copy_from_slice(slices);
-                for &i in ids.iter() {
-                    out[i as usize / 32] |= 1 << (i % 32);
-                }
+        // The form's base row, then the listed bits flipped.
+        let ids = match self {
+            StoredMask::Bits(m) => {
+                out.copy_from_slice(m);
+                return;
             }
-            StoredMask::Bits(m) => out.copy_from_slice(m),
             StoredMask::Ones(ids) => {
                 out.fill(0);
-                for &i in ids.iter() {
-                    out[i as usize / 32] |= 1 << (i % 32);
-                }
+                ids
             }
             StoredMask::Zeros(ids) => {
                 out.fill(u32::MAX);
-                for &i in ids.iter() {
-                    out[i as usize / 32] &= !(1 << (i % 32));
-                }
+                ids
             }
+            StoredMask::Flips(ids) => {
+                out.copy_from_slice(slices);
+                ids
+            }
+        };
+        for &i in ids.iter() {
+            out[i as usize / 32] ^= 1 << (i % 32);
         }
     }
 
@@ -163,7 +174,7 @@ impl StoredMask {
             StoredMask::Bits(v)
             | StoredMask::Ones(v)
             | StoredMask::Zeros(v)
-            | StoredMask::OverSlices(v) => v.len() * 4,
+            | StoredMask::Flips(v) => v.len() * 4,
         }
     }
 }
@@ -358,20 +369,24 @@ impl CompiledGrammar {
         }
     }
 
-    /// Stores the mask of a free-text state (it holds every slice token).
-    fn store_text_mask(&self, key: &[u32], mask: &[u32]) {
-        if self.may_store(key) {
-            self.store(
-                key,
-                StoredMask::store_over_slices(mask, &self.index.all_slices),
-            );
-        }
-    }
-
+    /// Stores the mask of `key` the second time it is computed: most states a sequence meets
+    /// occur once, and storing a mask costs about as much as a small walk.
     fn store_mask(&self, key: &[u32], mask: &[u32]) {
-        if self.may_store(key) {
-            self.store(key, StoredMask::store(mask));
+        if !self.may_store(key) {
+            return;
         }
+        let hash = std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, key);
+        {
+            let mut c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
+            if !c.computed_once.contains(&hash) {
+                // (each hash counts as 8 bytes against the limit)
+                c.make_room(8, self.grammar.options().mask_cache_bytes);
+                c.computed_once.insert(hash);
+                c.bytes += 8;
+                return;
+            }
+        }
+        self.store(key, StoredMask::store(mask, &self.index.all_slices));
     }
 
     /// Whether an entry for `key` can fit at all (the smallest form holds one word).
@@ -386,11 +401,7 @@ impl CompiledGrammar {
             return;
         }
         let mut c = self.mask_cache.lock().unwrap_or_else(|p| p.into_inner());
-        if c.bytes + size > limit {
-            // Simple bound: start over rather than track recency on the hot path.
-            c.map.clear();
-            c.bytes = 0;
-        }
+        c.make_room(size, limit);
         if c.map.insert(key.into(), stored).is_none() {
             c.bytes += size;
         }
@@ -646,8 +657,7 @@ impl CompiledGrammar {
 mod stored_mask_tests {
     use super::StoredMask;
 
-    /// Every form restores every bit (padding included), and the smallest of the three plain
-    /// forms is chosen.
+    /// Every form restores every bit (padding included), and the smallest form is chosen.
     #[test]
     fn stored_masks_restore_exactly() {
         let mut seed = 0x1234_5678_9ABC_DEF0u64;
@@ -663,28 +673,27 @@ mod stored_mask_tests {
                 let mask: Vec<u32> = (0..words)
                     .map(|_| (0..32).fold(0u32, |w, b| w | (u32::from(rand() % 64 < density) << b)))
                     .collect();
-                let slices: Vec<u32> = mask.iter().map(|&w| w & rand() as u32).collect();
-                let stored = StoredMask::store(&mask);
-                let mut out = vec![0xA5A5_A5A5u32; words];
-                stored.restore(&mut out, &slices);
-                assert_eq!(out, mask, "{words} words, density {density}/64");
-                let ones: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
-                let smallest = ones.min(words * 32 - ones).min(words);
-                assert_eq!(stored.bytes(), smallest * 4, "{words} words, {ones} ones");
-                // A mask over a subset of it ("every slice token"): its other bits only.
-                let over = StoredMask::store_over_slices(&mask, &slices);
-                let mut out = vec![0x5A5A_5A5Au32; words];
-                over.restore(&mut out, &slices);
-                assert_eq!(
-                    out, mask,
-                    "over slices: {words} words, density {density}/64"
-                );
-                let extra: usize = mask
+                // Slice masks: unrelated, a subset of the mask, and the mask with a few changes.
+                let subset: Vec<u32> = mask.iter().map(|&w| w & rand() as u32).collect();
+                let near: Vec<u32> = mask
                     .iter()
-                    .zip(&slices)
-                    .map(|(m, b)| (m & !b).count_ones() as usize)
-                    .sum();
-                assert_eq!(over.bytes(), extra * 4);
+                    .map(|&w| w ^ u32::from(rand() % 8 == 0) << (rand() % 32))
+                    .collect();
+                let other: Vec<u32> = mask.iter().map(|_| rand() as u32).collect();
+                for slices in [&subset, &near, &other] {
+                    let stored = StoredMask::store(&mask, slices);
+                    let mut out = vec![0xA5A5_A5A5u32; words];
+                    stored.restore(&mut out, slices);
+                    assert_eq!(out, mask, "{words} words, density {density}/64");
+                    let ones: usize = mask.iter().map(|w| w.count_ones() as usize).sum();
+                    let flips: usize = mask
+                        .iter()
+                        .zip(slices.iter())
+                        .map(|(m, s)| (m ^ s).count_ones() as usize)
+                        .sum();
+                    let smallest = ones.min(words * 32 - ones).min(flips).min(words);
+                    assert_eq!(stored.bytes(), smallest * 4, "{words} words, {ones} ones");
+                }
             }
         }
     }
