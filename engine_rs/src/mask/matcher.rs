@@ -604,9 +604,6 @@ fn walk_subtree(
         keys.push((it.sym, it.state));
     }
     let k = lexemes.len();
-    if k > 64 {
-        return walk_recognizer(rec, trie, start, first, out, skip_by);
-    }
     let nodes = trie.nodes();
     let base_depth = nodes[start].depth();
     let end = nodes[start].subtree_end();
