@@ -542,9 +542,12 @@ impl<'a> Equivalence<'a> {
 /// so walking the pair visits only those instead of every joint class.
 fn slice_moves(t: &Dfa, slice: &Dfa) -> SliceMoves {
     let mut reps: Vec<u8> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    // Bit `256 * class in t + class in slice`: that joint class has its representative.
+    let mut seen = [0u64; 1024];
     for b in 0..=255u8 {
-        if seen.insert((t.byte_class(b), slice.byte_class(b))) {
+        let joint = usize::from(t.byte_class(b)) << 8 | usize::from(slice.byte_class(b));
+        if seen[joint / 64] & 1 << (joint % 64) == 0 {
+            seen[joint / 64] |= 1 << (joint % 64);
             reps.push(b);
         }
     }
