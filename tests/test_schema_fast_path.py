@@ -20,7 +20,7 @@ import pytest
 
 import structout.schema as schema_mod
 from structout import _engine
-from structout.schema import _compile, _documents, to_kbnf, translate
+from structout.schema import _compile, _documents, _formats, to_kbnf, translate
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -277,6 +277,9 @@ TRANSLATED_AT_ROOT = {"definitions", "$defs", "$schema"}
 #: (a base URI for references only: a string is read, and declined below the root when the schema
 #: has references; any other value is declined)
 TRANSLATED |= {"$id"}
+#: (a string `const`, as a one-word enum; a string `format`, for strings only: see
+#: test_formats_print_the_python_translators_rules)
+TRANSLATED |= {"const", "format"}
 
 
 def test_every_keyword_the_translator_reads_is_translated_or_declined() -> None:
@@ -320,7 +323,6 @@ def test_every_keyword_the_translator_reads_is_translated_or_declined() -> None:
     [
         {"type": ("string",)},  # a tuple is not JSON data
         {"type": "object", "properties": {1: {"type": "string"}}},  # nor is a non-string key
-        {"type": "string", "format": "date"},
         {"type": "object", "properties": {"a": {"$ref": "#/$defs/a/items"}}, "$defs": {"a": {}}},
         {"type": "object", "properties": {"a": {"$ref": "other.json#/a"}}},
         {"type": "object", "properties": {"a": {"$ref": "#/$defs/a", "type": "object"}}},
@@ -375,7 +377,12 @@ def test_every_keyword_the_translator_reads_is_translated_or_declined() -> None:
         {"type": "string", "maxLength": 2**20 + 1},
         {"type": "string", "enum": ["a", "bb"], "maxLength": 1},
         {"enum": ["a", "bb"], "minLength": 2},
-        {"type": ["integer", "number"], "minLength": 2},
+        # (keywords of other types, which the Python translator ignores, with values the fast
+        # path does not read; and an enum without the string type)
+        {"type": ["integer", "number"], "minLength": 1.5},
+        {"type": "object", "items": {"type": "string", "pattern": "a"}},
+        {"type": "integer", "enum": ["a"]},
+        {"type": "object", "const": "a"},
     ],
 )
 def test_other_schemas_are_left_to_python(schema: Any) -> None:
@@ -514,3 +521,166 @@ def test_fixed_rule_names_are_the_translators() -> None:
 
     compact = fixed_names(Layout("compact", None, 32), 32)
     assert set(_engine.COMMON_SCHEMA_FIXED_NAMES) == compact
+
+
+def _same(schema: Any) -> None:
+    """The engine translates ``schema``, to the Python translator's text."""
+    fast = _engine.translate_common_schema(copy.deepcopy(schema))
+    assert fast is not None, schema
+    text, caught = _python_kbnf(schema, None)
+    assert fast == text and not caught, (schema, caught, text, fast)
+
+
+def _declined(schema: Any) -> None:
+    assert _engine.translate_common_schema(copy.deepcopy(schema)) is None, schema
+
+
+def test_formats_print_the_python_translators_rules() -> None:
+    names = [*_formats._format_sources(), "regex"]
+    for name in names:
+        one = {"type": "string", "format": name}
+        if name in DECLINED_FORMATS:
+            _declined(one)
+            _declined({"type": "array", "items": one})
+            continue
+        _same(one)
+        _same({"type": ["string", "null"], "format": name})
+        _same({"anyOf": [one, {"type": "integer"}]})
+        # (equal formats share one rule; other strings are numbered after it, in order)
+        _same(
+            {
+                "type": "object",
+                "properties": {
+                    "e": {"enum": ["a", "b"]},
+                    "f": one,
+                    "g": {"type": "array", "items": one},
+                    "h": {"type": "string", "format": "date"},
+                    "i": {"type": "string", "maxLength": 3},
+                },
+                "required": ["f"],
+            }
+        )
+    # Unknown formats are annotations; formats of other types are ignored.
+    for name in ("int32", "uri-ish", ""):
+        _same({"type": "string", "format": name})
+        _same({"type": "string", "format": name, "maxLength": 20})
+        _same({"type": "string", "format": name, "enum": ["a", "b"]})
+    _same({"type": "integer", "format": "int64"})
+    _same({"type": ["number", "null"], "format": "date-time"})
+    # A format with lengths or an enum (intersected), without a type (any value), or not a
+    # string: left to Python.
+    _declined({"type": "string", "format": "date", "maxLength": 20})
+    _declined({"type": "string", "format": "uuid", "minLength": 1})
+    _declined({"type": "string", "format": "email", "enum": ["a@b.c"]})
+    _declined({"format": "date"})
+    _declined({"type": "string", "format": 3})
+    _declined({"type": "integer", "format": None})
+
+
+def test_const_is_a_one_word_enum() -> None:
+    for schema in (
+        {"const": "x"},
+        {"type": "string", "const": "x-y"},
+        {"type": ["string", "null"], "const": "a"},
+        {"type": "object", "properties": {"v": {"const": "2.0", "type": "string"}}},
+        {"$schema": "http://json-schema.org/draft-07/schema#", "const": "x"},
+    ):
+        _same(schema)
+    _declined({"$schema": DRAFT4, "const": "x"})  # (not a keyword there)
+    _declined({"const": "x", "enum": ["x", "y"]})
+    _declined({"const": 1})
+    _declined({"const": None})
+    _declined({"type": "string", "const": "a/b"})
+    _declined({"type": "string", "const": "abc", "maxLength": 2})
+
+
+def _tool(name: str, required: bool = True, extra: bool = False) -> dict[str, Any]:
+    """A BFCL-like branch: an object with one property, the tool's arguments."""
+    args = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+    out: dict[str, Any] = {"type": "object", "properties": {name: args}}
+    if required:
+        out["required"] = [name]
+    if not extra:
+        out["additionalProperties"] = False
+    return out
+
+
+def test_any_of_keeps_arrays_and_objects_apart() -> None:
+    for schema in (
+        {"anyOf": [_tool("a"), _tool("b"), _tool("c"), _tool("d")]},
+        {"anyOf": [_tool("a", extra=True), _tool("b"), {"type": "null"}]},
+        {"anyOf": [_tool("a", required=False), _tool("b", required=False)]},  # (two: kept)
+        {"anyOf": [_tool(f"t{i}") for i in range(40)]},
+        {"anyOf": [{"type": "array", "items": {"type": "null"}}, {"type": "array", "maxItems": 2}]},
+        {"anyOf": [{"type": "string"}, {"type": "array", "items": _tool("a")}, _tool("b")]},
+    ):
+        _same(schema)
+    # Objects one of which may subsume another, unconstrained arrays or objects beside others,
+    # equal branches, scalars of one kind (merged by the Python translator): left to Python.
+    _declined({"anyOf": [_tool("a", required=False), _tool("b"), _tool("c")]})
+    _declined({"anyOf": [_tool("a"), {"type": "object"}]})
+    _declined({"anyOf": [{"type": "array"}, {"type": "array", "items": {"type": "string"}}]})
+    _declined({"anyOf": [_tool("a"), _tool("a")]})
+    _declined({"anyOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]})
+    _declined({"anyOf": [_tool(f"t{i}") for i in range(65)]})
+
+
+def test_keywords_of_other_types_are_ignored() -> None:
+    for schema in (
+        {"type": "object", "items": {"type": "string"}, "minItems": 1},
+        {"type": "string", "minItems": 1, "properties": {"a": {}}, "required": ["a"]},
+        {"type": "array", "items": {"type": "string", "minItems": 1}, "minLength": 3},
+        {"type": "integer", "maxLength": 3, "additionalProperties": False},
+        {"type": ["string", "null"], "minimum": 3, "maxItems": 2},
+        {"type": "boolean", "exclusiveMaximum": 2, "format": "date"},
+        {"enum": ["a", "b"], "items": {"type": "integer"}},
+    ):
+        _same(schema)
+    # (their values are read all the same: what the fast path does not read declines)
+    _declined({"type": "string", "items": {"type": "string", "pattern": "a"}})
+    _declined({"type": "string", "minItems": -1})
+    _declined({"type": "object", "minLength": "x"})
+    _declined({"type": "array", "minimum": 0.5})
+
+
+#: Where the engine keeps the formats' texts (generated by :func:`format_table_source`).
+FORMATS_RS = Path(__file__).resolve().parents[1] / "engine_rs" / "src" / "schema" / "formats.rs"
+#: Formats the fast path declines: ``regex`` (grammar rules of its own) and the IRIs (terminals
+#: too large for one rule: the Python translator splits them).
+DECLINED_FORMATS = ("iri", "iri-reference", "regex")
+
+
+def format_table_source() -> str:
+    """``formats.rs``: each regular format's string rule, as the Python translator prints it
+    (its one alternative, hint ``str``). Regenerate with ``python tests/test_schema_fast_path.py``
+    after a change of ``structout/schema/_formats.py``."""
+    rows = []
+    for name in _formats._format_sources():
+        if name in DECLINED_FORMATS:
+            continue
+        lines = translate({"type": "string", "format": name}).kbnf.splitlines()
+        assert lines[0] == "start ::= root;" and lines[2:] == ["root ::= str;"], name
+        alt = lines[1].removeprefix("str ::= ").removesuffix(";")
+        assert alt.isascii() and '"#' not in alt, name
+        rows.append(f'    (\n        "{name}",\n        r#"{alt}"#,\n    ),\n')
+    return (
+        "//! The string rule of each `format` the fast path translates: its one alternative, as\n"
+        "//! the Python translator prints it (`structout/schema/_formats.py`).\n"
+        "//!\n"
+        "//! Generated by `tests/test_schema_fast_path.py` (`format_table_source`), which also\n"
+        "//! checks that this file is what it generates: edit the Python formats, regenerate.\n"
+        "\n"
+        "/// (format name, rule alternative), in `_formats._format_sources` order.\n"
+        "pub(super) const FORMATS: &[(&str, &str)] = &[\n" + "".join(rows) + "];\n"
+    )
+
+
+def test_format_table_is_the_python_translators() -> None:
+    assert not _formats.UNSUPPORTED_FORMATS
+    assert FORMATS_RS.read_text(encoding="utf-8") == format_table_source(), (
+        "engine_rs/src/schema/formats.rs is stale: run python tests/test_schema_fast_path.py"
+    )
+
+
+if __name__ == "__main__":
+    FORMATS_RS.write_text(format_table_source(), encoding="utf-8")

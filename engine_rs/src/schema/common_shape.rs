@@ -1,16 +1,19 @@
 //! The subset of JSON Schema the fast path translates, as interned nodes.
 //!
 //! A schema is in the subset when every subschema is `true`, `{}` (annotations only), a local
-//! `$ref` (see [`local_pointer`]) or an `anyOf` of branches of different kinds with nothing but
-//! annotations beside it, or has a `type` (or a
+//! `$ref` (see [`local_pointer`]) or an `anyOf` with nothing but annotations beside it (branches
+//! of different kinds, or several arrays and objects the Python translator keeps apart: see
+//! [`Builder::kept_apart`]), or has a `type` (or a
 //! list of types) of `null`, `boolean`, `integer` or `number` (each optionally bounded by
 //! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of integer values; not both in
 //! one type list with bounds),
-//! `string` (optionally an `enum` of words JSON spells one way, or `minLength`/`maxLength`: see
-//! [`string_lengths`]), `array` (optionally `items`:
-//! one subschema, and `minItems`/`maxItems`) or `object`
+//! `string` (optionally one of: an `enum` of words JSON spells one way, or a string `const`;
+//! `minLength`/`maxLength`, see [`string_lengths`]; a `format`, see [`format`]), `array`
+//! (optionally `items`: one subschema, and `minItems`/`maxItems`) or `object`
 //! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
-//! boolean or a subschema; properties with plain ASCII names). The
+//! boolean or a subschema; properties with plain ASCII names). Keywords of types a subschema
+//! does not have are ignored, as by the Python translator, once their values are found in the
+//! subset. The
 //! document may keep `definitions`/`$defs` and `$schema` (drafts 4 to 2020-12). Keywords that
 //! assert nothing (annotations such as `title` or `description`, unknown ones) are ignored, as
 //! by the Python translator. Any other keyword, value or shape declines.
@@ -23,6 +26,7 @@
 use rustc_hash::FxHashMap;
 
 use super::enums::enum_regex;
+use super::formats::FORMATS;
 use super::numbers::{integer_regex, number_regex, tighter_hi, tighter_lo, Bound};
 
 /// A JSON value, as the bindings hand a schema over. A number carries its value when it is an
@@ -67,6 +71,8 @@ pub(super) enum Node {
         min: u64,
         max: Option<u64>,
     },
+    /// A string of a `format` the fast path translates: its index in [`FORMATS`].
+    Format(u8),
     /// A string enum: its distinct words in schema order, and their regex.
     Enum {
         words: Vec<String>,
@@ -117,6 +123,9 @@ const MAX_SUBSCHEMAS: usize = 4096;
 const MAX_WORD: usize = 256;
 /// Most enum words.
 const MAX_WORDS: usize = 1024;
+/// Most branches of an `anyOf` (the Python translator compares more than two objects pairwise
+/// up to 64).
+const MAX_BRANCHES: usize = 64;
 /// Largest `maxLength` on the fast path: the Python translator's `MAX_ENGINE_LENGTH` (above it,
 /// `json_len!` is not used and the repetition becomes rules).
 const MAX_ENGINE_LENGTH: u64 = 1 << 20;
@@ -127,8 +136,9 @@ const MAX_OPEN_MIN_LENGTH: u64 = 64;
 /// The keywords that assert something or locate schemas in any draft of JSON Schema (3 to
 /// 2020-12), the translator's legacy ones included: a superset of what the Python translator
 /// enforces (`tests/test_schema_fast_path.py` checks that its lists are included). The fast path
-/// translates fourteen of them (`type`, `enum`, `properties`, `required`, `additionalProperties`,
-/// `items`, the number bounds, the array lengths and the string lengths) and declines a schema with any other; a keyword not listed is an annotation or
+/// translates sixteen of them (`type`, `enum`, `const`, `format`, `properties`, `required`,
+/// `additionalProperties`, `items`, the number bounds, the array lengths and the string
+/// lengths) and declines a schema with any other; a keyword not listed is an annotation or
 /// unknown, and ignored as JSON Schema prescribes (and the Python translator does), except
 /// unknown `$` keywords, which decline too.
 pub const ASSERTING: &[&str] = &[
@@ -209,6 +219,7 @@ impl Nodes {
     /// The nodes of `schema`, or `None` when it is outside the subset.
     pub(super) fn of(schema: &Json) -> Option<Nodes> {
         let mut b = Builder {
+            draft4: false,
             nodes: Vec::new(),
             index: FxHashMap::default(),
             seen: 0,
@@ -222,6 +233,7 @@ impl Nodes {
                 match v {
                     Json::Str(s) if DIALECTS.contains(&s.as_str()) => {
                         draft4 = s.contains("draft-04");
+                        b.draft4 = draft4;
                     }
                     _ => return None,
                 }
@@ -269,6 +281,8 @@ impl Nodes {
 }
 
 struct Builder {
+    /// Draft 4 (`$schema`): `const` is not a keyword there.
+    draft4: bool,
     nodes: Vec<Node>,
     index: FxHashMap<Node, NodeId>,
     seen: usize,
@@ -321,7 +335,22 @@ impl Builder {
                 "required" => kw.required = Some(v),
                 "additionalProperties" => kw.others = Some(v),
                 "items" => kw.items = Some(v),
-                "enum" => kw.words = Some(v),
+                // (`const` is a one-word `enum`, as the Python translator's literal of a string
+                // is; both in one schema intersect, which declines; draft 4 has no `const`)
+                "enum" | "const" if kw.words.is_some() => return None,
+                "enum" => match v {
+                    Json::Array(values) => kw.words = Some(values),
+                    _ => return None,
+                },
+                "const" if !self.draft4 => match v {
+                    Json::Str(_) => kw.words = Some(std::slice::from_ref(v)),
+                    _ => return None,
+                },
+                // (read for strings only, as by the Python translator: ignored beside other types)
+                "format" => match v {
+                    Json::Str(f) => kw.format = Some(f),
+                    _ => return None,
+                },
                 "minimum" => kw.minimum = Some(v),
                 "maximum" => kw.maximum = Some(v),
                 "exclusiveMinimum" => kw.ex_minimum = Some(v),
@@ -364,9 +393,7 @@ impl Builder {
         let node = match ty {
             Some(Json::Str(t)) => {
                 let t = Type::of(t)?;
-                if !kw.only_for(&[t]) {
-                    return None;
-                }
+                self.other_types(&[t], &kw, depth)?;
                 self.typed(t, &kw, depth)?
             }
             // `type: [...]`: the union of those types (each with its own keywords).
@@ -398,9 +425,7 @@ impl Builder {
                 if types.is_empty() || types.len() == 6 {
                     return None;
                 }
-                if !kw.only_for(&types) {
-                    return None;
-                }
+                self.other_types(&types, &kw, depth)?;
                 types.sort_by_key(|t| t.rank());
                 let mut parts = Vec::with_capacity(types.len());
                 for &t in &types {
@@ -414,9 +439,7 @@ impl Builder {
             }
             Some(_) => return None,
             None if kw.words.is_some() => {
-                if !kw.only_for(&[Type::String]) {
-                    return None;
-                }
+                self.other_types(&[Type::String], &kw, depth)?;
                 self.typed(Type::String, &kw, depth)?
             }
             None if kw.is_empty() => Node::Any,
@@ -425,14 +448,15 @@ impl Builder {
         Some(self.intern(node))
     }
 
-    /// `anyOf` of branches of different kinds (the Python translator merges branches of one
-    /// kind, which the fast path does not copy), in their order; a reference only beside
-    /// `null` branches (`Optional[Model]`), since its kind is known only once resolved.
+    /// `anyOf`, its branches in their order: of different kinds, as the Python translator
+    /// merges scalars of one kind (which the fast path does not copy), but for arrays and objects,
+    /// which it keeps apart (see [`Builder::kept_apart`]); a reference only beside `null`
+    /// branches (`Optional[Model]`), since its kind is known only once resolved.
     fn any_of(&mut self, branches: &Json, depth: usize) -> Option<NodeId> {
         let Json::Array(branches) = branches else {
             return None;
         };
-        if branches.is_empty() || branches.len() > 6 {
+        if branches.is_empty() || branches.len() > MAX_BRANCHES {
             return None;
         }
         let mut parts: Vec<NodeId> = Vec::with_capacity(branches.len());
@@ -443,17 +467,22 @@ impl Builder {
                 Node::Null => 0,
                 Node::Boolean => 1,
                 Node::Integer | Node::Bounded(_) | Node::Number => 2,
-                Node::String | Node::StrLen { .. } | Node::Enum { .. } => 3,
+                Node::String | Node::StrLen { .. } | Node::Format(_) | Node::Enum { .. } => 3,
                 Node::Array { .. } => 4,
                 Node::Object { .. } => 5,
                 Node::Ref(_) => 6,
                 Node::Any | Node::Union(_) => return None,
             };
-            if kinds.contains(&kind) {
+            // (equal branches: the Python translator keeps one, but its nodes may tell apart
+            // what the fast path's intern as one, e.g. number bounds printed alike)
+            if parts.contains(&id) || (kinds.contains(&kind) && kind != 4 && kind != 5) {
                 return None;
             }
             kinds.push(kind);
             parts.push(id);
+        }
+        if !self.kept_apart(&parts) {
+            return None;
         }
         if kinds.contains(&6) && kinds.iter().any(|&k| k != 6 && k != 0) {
             return None;
@@ -466,6 +495,69 @@ impl Builder {
             return Some(parts[0]);
         }
         Some(self.intern(Node::Union(parts)))
+    }
+
+    /// Whether the Python translator's union keeps every array and object branch of `parts`
+    /// (distinct nodes) as an alternative of its own, as the fast path does. It drops those an
+    /// unconstrained one of their kind subsumes (unless they carry annotations, which the fast
+    /// path does not read: such a union declines), and, among more than two objects, one that
+    /// another subsumes (`_ir._obj_subsumes`); that never happens when each object requires a
+    /// property that the other lacks, so other sets of objects decline.
+    fn kept_apart(&self, parts: &[NodeId]) -> bool {
+        let (mut arrays, mut objects) = (Vec::new(), Vec::new());
+        for &p in parts {
+            match &self.nodes[p as usize] {
+                Node::Array { item, min, max } => {
+                    let any = matches!(self.nodes[*item as usize], Node::Any);
+                    arrays.push(any && *min == 0 && max.is_none());
+                }
+                Node::Object {
+                    props,
+                    required,
+                    others,
+                } => {
+                    let any = others.is_some_and(|o| matches!(self.nodes[o as usize], Node::Any));
+                    objects.push((any && props.is_empty(), required));
+                }
+                _ => {}
+            }
+        }
+        if (arrays.len() > 1 && arrays.contains(&true))
+            || (objects.len() > 1 && objects.iter().any(|o| o.0))
+        {
+            return false;
+        }
+        objects.len() <= 2
+            || objects.iter().enumerate().all(|(i, a)| {
+                objects.iter().enumerate().all(|(j, b)| {
+                    // (`b` subsumes `a` only if `a` requires all that `b` requires)
+                    i == j || b.1.iter().any(|k| !a.1.contains(k))
+                })
+            })
+    }
+
+    /// `Some` when the keywords of types other than `types` (which the Python translator ignores,
+    /// reading not even their values) are in the subset: their nodes are built, to decline what
+    /// the fast path does not read, and dropped. An `enum` or `const` without `string` declines
+    /// (no value, or values of other kinds).
+    fn other_types(&mut self, types: &[Type], kw: &Keywords<'_>, depth: usize) -> Option<()> {
+        let has = |t| types.contains(&t);
+        if kw.words.is_some() && !has(Type::String) {
+            return None;
+        }
+        if kw.strings() && !has(Type::String) {
+            self.typed(Type::String, kw, depth)?;
+        }
+        if kw.arrays() && !has(Type::Array) {
+            self.typed(Type::Array, kw, depth)?;
+        }
+        if kw.numeric() && !has(Type::Integer) && !has(Type::Number) {
+            self.typed(Type::Number, kw, depth)?;
+        }
+        if kw.objects() && !has(Type::Object) {
+            self.typed(Type::Object, kw, depth)?;
+        }
+        Some(())
     }
 
     /// The node of type `t` under the keywords that apply to it.
@@ -481,12 +573,18 @@ impl Builder {
                 (None, None) => Node::Number,
                 (lo, hi) => Node::Bounded(number_regex(lo, hi)?),
             },
-            Type::String => match kw.words {
-                None => string_lengths(kw.min_length, kw.max_length)?,
-                // (an enum with lengths: the Python translator intersects them)
-                Some(_) if kw.min_length.is_some() || kw.max_length.is_some() => return None,
-                Some(w) => plain_enum(w)?,
-            },
+            Type::String => {
+                let lengths = kw.min_length.is_some() || kw.max_length.is_some();
+                match (kw.words, format(kw.format)?) {
+                    (None, None) => string_lengths(kw.min_length, kw.max_length)?,
+                    // (an enum or a format with lengths, or both: the Python translator
+                    // intersects them)
+                    (Some(_), Some(_)) => return None,
+                    _ if lengths => return None,
+                    (Some(w), None) => plain_enum(w)?,
+                    (None, Some(f)) => Node::Format(f),
+                }
+            }
             Type::Array => {
                 let item = match kw.items {
                     None => self.intern(Node::Any),
@@ -563,7 +661,9 @@ struct Keywords<'a> {
     required: Option<&'a Json>,
     others: Option<&'a Json>,
     items: Option<&'a Json>,
-    words: Option<&'a Json>,
+    /// `enum`'s values, or `const`'s one.
+    words: Option<&'a [Json]>,
+    format: Option<&'a str>,
     minimum: Option<&'a Json>,
     maximum: Option<&'a Json>,
     ex_minimum: Option<&'a Json>,
@@ -576,16 +676,12 @@ struct Keywords<'a> {
 
 impl Keywords<'_> {
     fn is_empty(&self) -> bool {
-        self.props.is_none()
-            && self.required.is_none()
-            && self.others.is_none()
-            && self.items.is_none()
-            && self.words.is_none()
+        self.words.is_none()
+            && self.format.is_none()
             && !self.numeric()
-            && self.min_items.is_none()
-            && self.max_items.is_none()
-            && self.min_length.is_none()
-            && self.max_length.is_none()
+            && !self.strings()
+            && !self.arrays()
+            && !self.objects()
     }
 
     /// Whether a keyword of numbers is present.
@@ -612,17 +708,16 @@ impl Keywords<'_> {
         Some((lo, hi))
     }
 
-    /// Whether every keyword present applies to one of `types` (a keyword of another type
-    /// declines; the Python translator would ignore it).
-    fn only_for(&self, types: &[Type]) -> bool {
-        let has = |t| types.contains(&t);
-        ((self.words.is_none() && self.min_length.is_none() && self.max_length.is_none())
-            || has(Type::String))
-            && ((self.items.is_none() && self.min_items.is_none() && self.max_items.is_none())
-                || has(Type::Array))
-            && (!self.numeric() || has(Type::Integer) || has(Type::Number))
-            && ((self.props.is_none() && self.required.is_none() && self.others.is_none())
-                || has(Type::Object))
+    fn strings(&self) -> bool {
+        self.min_length.is_some() || self.max_length.is_some()
+    }
+
+    fn arrays(&self) -> bool {
+        self.items.is_some() || self.min_items.is_some() || self.max_items.is_some()
+    }
+
+    fn objects(&self) -> bool {
+        self.props.is_some() || self.required.is_some() || self.others.is_some()
     }
 }
 
@@ -691,12 +786,25 @@ impl Type {
     }
 }
 
+/// The format of a string: `Some(None)` when absent or unknown (an annotation: the Python
+/// translator ignores it), its index in [`FORMATS`] when the fast path prints it, `None` for the
+/// formats it leaves to Python (`regex`, and the IRIs, whose terminals the translator splits).
+fn format(name: Option<&str>) -> Option<Option<u8>> {
+    let Some(name) = name else {
+        return Some(None);
+    };
+    if let Some(i) = FORMATS.iter().position(|(f, _)| *f == name) {
+        return u8::try_from(i).ok().map(Some);
+    }
+    match name {
+        "regex" | "iri" | "iri-reference" => None,
+        _ => Some(None),
+    }
+}
+
 /// A string enum: its distinct words in schema order and their regex ([`enum_regex`]); `None`
 /// for other values, or words the fast path does not print.
-fn plain_enum(v: &Json) -> Option<Node> {
-    let Json::Array(values) = v else {
-        return None;
-    };
+fn plain_enum(values: &[Json]) -> Option<Node> {
     let mut words: Vec<String> = Vec::new();
     for w in values {
         let Json::Str(s) = w else {

@@ -20,6 +20,7 @@ mod emit;
 pub use emit::FIXED_NAMES;
 mod common_shape;
 mod enums;
+mod formats;
 mod numbers;
 
 pub use common_shape::{Json, ASSERTING};

@@ -1,3 +1,4 @@
+use super::formats;
 use super::*;
 
 fn obj(members: &[(&str, Json)]) -> Json {
@@ -289,4 +290,111 @@ fn ids_without_references_change_nothing() {
     ]);
     let text = translate(&plain, None).expect("common shape");
     assert_eq!(translate(&with_ids, None), Some(text));
+}
+
+#[test]
+fn formats_print_their_table_rule_and_share_it() {
+    let date = obj(&[("type", s("string")), ("format", s("date"))]);
+    let schema = obj(&[
+        ("type", s("object")),
+        ("properties", obj(&[("a", date.clone()), ("b", date)])),
+    ]);
+    let text = translate(&schema, None).unwrap();
+    let rule = format!("str ::= {};\n", formats::FORMATS[0].1);
+    assert_eq!(formats::FORMATS[0].0, "date");
+    assert!(text.contains(&rule), "{text}");
+    assert_eq!(text.matches("str ::=").count(), 1, "{text}");
+    // Unknown formats are annotations; formats of other types are ignored.
+    let unknown = obj(&[("type", s("string")), ("format", s("int32"))]);
+    let plain = obj(&[("type", s("string"))]);
+    assert_eq!(translate(&unknown, None), translate(&plain, None));
+    let integer = obj(&[("type", s("integer")), ("format", s("date"))]);
+    let plain = obj(&[("type", s("integer"))]);
+    assert_eq!(translate(&integer, None), translate(&plain, None));
+    for declined in [
+        obj(&[("type", s("string")), ("format", s("regex"))]),
+        obj(&[("type", s("string")), ("format", s("iri"))]),
+        obj(&[("format", s("date"))]),
+        obj(&[
+            ("type", s("string")),
+            ("format", s("date")),
+            ("maxLength", Json::Number(Some(10))),
+        ]),
+        obj(&[("type", s("integer")), ("format", Json::Number(Some(3)))]),
+    ] {
+        assert_eq!(translate(&declined, None), None, "{declined:?}");
+    }
+}
+
+#[test]
+fn a_string_const_is_a_one_word_enum() {
+    let constant = obj(&[("const", s("x"))]);
+    let one = obj(&[("enum", Json::Array(vec![s("x")]))]);
+    assert!(translate(&constant, None).is_some());
+    assert_eq!(translate(&constant, None), translate(&one, None));
+    let draft4 = obj(&[
+        ("$schema", s("http://json-schema.org/draft-04/schema#")),
+        ("const", s("x")),
+    ]);
+    let both = obj(&[("const", s("x")), ("enum", Json::Array(vec![s("x")]))]);
+    for declined in [draft4, both, obj(&[("const", Json::Null)])] {
+        assert_eq!(translate(&declined, None), None, "{declined:?}");
+    }
+}
+
+#[test]
+fn any_of_keeps_objects_that_require_apart() {
+    let branch = |name: &str, required: bool| {
+        let mut members = vec![
+            ("type", s("object")),
+            ("properties", obj(&[(name, obj(&[("type", s("integer"))]))])),
+        ];
+        if required {
+            members.push(("required", Json::Array(vec![s(name)])));
+        }
+        obj(&members)
+    };
+    let any_of = |branches: Vec<Json>| obj(&[("anyOf", Json::Array(branches))]);
+    let text = translate(
+        &any_of(vec![
+            branch("a", true),
+            branch("b", true),
+            branch("c", true),
+        ]),
+        None,
+    )
+    .unwrap();
+    assert!(
+        text.contains("any_of ::= object | object_1 | object_2;\n"),
+        "{text}"
+    );
+    // (two objects are never compared; three may subsume one another)
+    assert!(translate(&any_of(vec![branch("a", false), branch("b", false)]), None).is_some());
+    for declined in [
+        any_of(vec![
+            branch("a", false),
+            branch("b", true),
+            branch("c", true),
+        ]),
+        any_of(vec![branch("a", true), obj(&[("type", s("object"))])]),
+        any_of(vec![branch("a", true), branch("a", true)]),
+    ] {
+        assert_eq!(translate(&declined, None), None, "{declined:?}");
+    }
+}
+
+#[test]
+fn keywords_of_other_types_are_read_and_ignored() {
+    let with_items = obj(&[
+        ("type", s("object")),
+        ("items", obj(&[("type", s("string"))])),
+    ]);
+    let plain = obj(&[("type", s("object"))]);
+    assert!(translate(&with_items, None).is_some());
+    assert_eq!(translate(&with_items, None), translate(&plain, None));
+    let bad_items = obj(&[
+        ("type", s("object")),
+        ("items", obj(&[("pattern", s("a"))])),
+    ]);
+    assert_eq!(translate(&bad_items, None), None);
 }
