@@ -11,9 +11,10 @@
 //! `minLength`/`maxLength`, see [`string_lengths`]; a `format`, see [`format`]), `array`
 //! (optionally `items`: one subschema, and `minItems`/`maxItems`) or `object`
 //! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
-//! boolean or a subschema; properties with plain ASCII names). Keywords of types a subschema
-//! does not have are ignored, as by the Python translator, once their values are found in the
-//! subset. The
+//! boolean or a subschema; properties with plain ASCII names); without a `type`, values of
+//! every type under the keywords of each (unless none constrains). Keywords of types a
+//! subschema does not have are ignored, as by the Python translator, once their values are
+//! found in the subset. The
 //! document may keep `definitions`/`$defs` and `$schema` (drafts 4 to 2020-12). Keywords that
 //! assert nothing (annotations such as `title` or `description`, unknown ones) are ignored, as
 //! by the Python translator. Any other keyword, value or shape declines.
@@ -390,11 +391,12 @@ impl Builder {
             self.has_ref = true;
             return Some(self.reference(&pointer));
         }
-        let node = match ty {
+        let mut types = match ty {
             Some(Json::Str(t)) => {
                 let t = Type::of(t)?;
                 self.other_types(&[t], &kw, depth)?;
-                self.typed(t, &kw, depth)?
+                let node = self.typed(t, &kw, depth)?;
+                return Some(self.intern(node));
             }
             // `type: [...]`: the union of those types (each with its own keywords).
             Some(Json::Array(list)) => {
@@ -408,44 +410,66 @@ impl Builder {
                         types.push(t);
                     }
                 }
-                if types.contains(&Type::Number) {
-                    if types.contains(&Type::Integer) && kw.numeric() {
-                        return None; // (the Python translator unites the two intervals)
-                    }
-                    types.retain(|&t| t != Type::Integer); // (every integer is a number)
-                }
-                if kw.words.is_some() {
-                    // (an enum of strings leaves the string part only)
-                    if !types.contains(&Type::String) {
-                        return None;
-                    }
-                    types = vec![Type::String];
-                }
-                // (all six kinds unconstrained would be any value: not on the fast path)
-                if types.is_empty() || types.len() == 6 {
-                    return None;
-                }
-                self.other_types(&types, &kw, depth)?;
-                types.sort_by_key(|t| t.rank());
-                let mut parts = Vec::with_capacity(types.len());
-                for &t in &types {
-                    let part = self.typed(t, &kw, depth)?;
-                    parts.push(self.intern(part));
-                }
-                if parts.len() == 1 {
-                    return Some(parts[0]);
-                }
-                Node::Union(parts)
+                types
             }
             Some(_) => return None,
-            None if kw.words.is_some() => {
-                self.other_types(&[Type::String], &kw, depth)?;
-                self.typed(Type::String, &kw, depth)?
-            }
-            None if kw.is_empty() => Node::Any,
-            None => return None,
+            None if kw.is_empty() => return Some(self.intern(Node::Any)),
+            // (no type: values of any type, each under the keywords of its type)
+            None => ALL_TYPES.to_vec(),
         };
-        Some(self.intern(node))
+        if types.contains(&Type::Number) {
+            if types.contains(&Type::Integer) && kw.numeric() {
+                return None; // (the Python translator unites the two intervals)
+            }
+            types.retain(|&t| t != Type::Integer); // (every integer is a number)
+        }
+        if kw.words.is_some() {
+            // (an enum of strings leaves the string part only)
+            if !types.contains(&Type::String) {
+                return None;
+            }
+            types = vec![Type::String];
+        }
+        if types.is_empty() {
+            return None;
+        }
+        self.other_types(&types, &kw, depth)?;
+        types.sort_by_key(|t| t.rank());
+        let mut parts = Vec::with_capacity(types.len());
+        for &t in &types {
+            let part = self.typed(t, &kw, depth)?;
+            parts.push(self.intern(part));
+        }
+        // (every kind, none constrained: the Python translator finds any value, and may write
+        // it as such; the fast path cannot tell the arrays and objects it counts as
+        // unconstrained)
+        if types.len() == 6 && parts.iter().all(|&p| self.unconstrained(p)) {
+            return None;
+        }
+        if parts.len() == 1 {
+            return Some(parts[0]);
+        }
+        Some(self.intern(Node::Union(parts)))
+    }
+
+    /// Whether node `id` may be the Python translator's unconstrained value of its kind.
+    fn unconstrained(&self, id: NodeId) -> bool {
+        match &self.nodes[id as usize] {
+            Node::Null | Node::Boolean | Node::Number | Node::String => true,
+            Node::Array { item, min, max } => {
+                matches!(self.nodes[*item as usize], Node::Any) && *min == 0 && max.is_none()
+            }
+            Node::Object {
+                props,
+                required,
+                others,
+            } => {
+                props.is_empty()
+                    && required.is_empty()
+                    && others.is_some_and(|o| matches!(self.nodes[o as usize], Node::Any))
+            }
+            _ => false,
+        }
     }
 
     /// `anyOf`, its branches in their order: of different kinds, as the Python translator
@@ -507,18 +531,8 @@ impl Builder {
         let (mut arrays, mut objects) = (Vec::new(), Vec::new());
         for &p in parts {
             match &self.nodes[p as usize] {
-                Node::Array { item, min, max } => {
-                    let any = matches!(self.nodes[*item as usize], Node::Any);
-                    arrays.push(any && *min == 0 && max.is_none());
-                }
-                Node::Object {
-                    props,
-                    required,
-                    others,
-                } => {
-                    let any = others.is_some_and(|o| matches!(self.nodes[o as usize], Node::Any));
-                    objects.push((any && props.is_empty(), required));
-                }
+                Node::Array { .. } => arrays.push(self.unconstrained(p)),
+                Node::Object { required, .. } => objects.push((self.unconstrained(p), required)),
                 _ => {}
             }
         }
@@ -555,7 +569,20 @@ impl Builder {
             self.typed(Type::Number, kw, depth)?;
         }
         if kw.objects() && !has(Type::Object) {
-            self.typed(Type::Object, kw, depth)?;
+            // (`required` names strings, not necessarily listed properties: of no object here)
+            if let Some(names) = kw.required {
+                let Json::Array(names) = names else {
+                    return None;
+                };
+                if !names.iter().all(|n| matches!(n, Json::Str(_))) {
+                    return None;
+                }
+            }
+            let others = Keywords {
+                required: None,
+                ..*kw
+            };
+            self.typed(Type::Object, &others, depth)?;
         }
         Some(())
     }
@@ -655,7 +682,7 @@ impl Builder {
 }
 
 /// The keywords of the subset a subschema has (`None`: absent).
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Keywords<'a> {
     props: Option<&'a Json>,
     required: Option<&'a Json>,
@@ -746,6 +773,16 @@ fn string_lengths(min: Option<&Json>, max: Option<&Json>) -> Option<Node> {
         _ => Some(Node::StrLen { min, max }),
     }
 }
+
+/// The types of a value without a `type` (an integer is a number).
+const ALL_TYPES: [Type; 6] = [
+    Type::Null,
+    Type::Boolean,
+    Type::Number,
+    Type::String,
+    Type::Array,
+    Type::Object,
+];
 
 /// A JSON Schema type name.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -314,7 +314,7 @@ fn formats_print_their_table_rule_and_share_it() {
     for declined in [
         obj(&[("type", s("string")), ("format", s("regex"))]),
         obj(&[("type", s("string")), ("format", s("iri"))]),
-        obj(&[("format", s("date"))]),
+        obj(&[("format", s("int32"))]),
         obj(&[
             ("type", s("string")),
             ("format", s("date")),
@@ -392,6 +392,22 @@ fn keywords_of_other_types_are_read_and_ignored() {
     let plain = obj(&[("type", s("object"))]);
     assert!(translate(&with_items, None).is_some());
     assert_eq!(translate(&with_items, None), translate(&plain, None));
+    let required = obj(&[
+        ("type", s("array")),
+        ("required", Json::Array(vec![s("unlisted")])),
+    ]);
+    assert_eq!(
+        translate(&required, None),
+        translate(&obj(&[("type", s("array"))]), None)
+    );
+    // Without a type: every type, each under its keywords; any value when none constrains.
+    let untyped = translate(&obj(&[("minLength", Json::Number(Some(2)))]), None).unwrap();
+    assert!(
+        untyped.contains("any_of ::= 'null' | boolean | number | str | array | object;\n"),
+        "{untyped}"
+    );
+    let any = obj(&[("items", obj(&[]))]);
+    assert_eq!(translate(&any, None), None);
     let bad_items = obj(&[
         ("type", s("object")),
         ("items", obj(&[("pattern", s("a"))])),
