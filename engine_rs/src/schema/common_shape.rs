@@ -8,7 +8,8 @@
 //! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of integer values; not both in
 //! one type list with bounds),
 //! `string` (optionally one of: an `enum` of words JSON spells one way, or a string `const`;
-//! `minLength`/`maxLength`, see [`string_lengths`]; a `format`, see [`format`]), `array`
+//! `minLength`/`maxLength`, see [`string_lengths`]; a `format`, see [`format`]; an anchored
+//! `pattern`, see [`pattern_rule`]), `array`
 //! (optionally `items`: one subschema, and `minItems`/`maxItems`) or `object`
 //! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
 //! boolean or a subschema; properties with plain ASCII names); without a `type`, values of
@@ -29,6 +30,7 @@ use rustc_hash::FxHashMap;
 use super::enums::enum_regex;
 use super::formats::FORMATS;
 use super::numbers::{integer_regex, number_regex, tighter_hi, tighter_lo, Bound};
+use super::patterns::pattern_rule;
 
 /// A JSON value, as the bindings hand a schema over. A number carries its value when it is an
 /// integer (`10` or `10.0`) of at most 2^53 in magnitude, else none (the subset reads only such
@@ -74,6 +76,9 @@ pub(super) enum Node {
     },
     /// A string of a `format` the fast path translates: its index in [`FORMATS`].
     Format(u8),
+    /// A string matching a `pattern` the fast path translates: its rule's alternative (see
+    /// [`pattern_rule`]).
+    Pattern(String),
     /// A string enum: its distinct words in schema order, and their regex.
     Enum {
         words: Vec<String>,
@@ -137,9 +142,9 @@ const MAX_OPEN_MIN_LENGTH: u64 = 64;
 /// The keywords that assert something or locate schemas in any draft of JSON Schema (3 to
 /// 2020-12), the translator's legacy ones included: a superset of what the Python translator
 /// enforces (`tests/test_schema_fast_path.py` checks that its lists are included). The fast path
-/// translates sixteen of them (`type`, `enum`, `const`, `format`, `properties`, `required`,
-/// `additionalProperties`, `items`, the number bounds, the array lengths and the string
-/// lengths) and declines a schema with any other; a keyword not listed is an annotation or
+/// translates seventeen of them (`type`, `enum`, `const`, `format`, `pattern`, `properties`,
+/// `required`, `additionalProperties`, `items`, the number bounds, the array lengths and the
+/// string lengths) and declines a schema with any other; a keyword not listed is an annotation or
 /// unknown, and ignored as JSON Schema prescribes (and the Python translator does), except
 /// unknown `$` keywords, which decline too.
 pub const ASSERTING: &[&str] = &[
@@ -352,6 +357,10 @@ impl Builder {
                     Json::Str(f) => kw.format = Some(f),
                     _ => return None,
                 },
+                "pattern" => match v {
+                    Json::Str(p) => kw.pattern = Some(p),
+                    _ => return None,
+                },
                 "minimum" => kw.minimum = Some(v),
                 "maximum" => kw.maximum = Some(v),
                 "exclusiveMinimum" => kw.ex_minimum = Some(v),
@@ -491,7 +500,11 @@ impl Builder {
                 Node::Null => 0,
                 Node::Boolean => 1,
                 Node::Integer | Node::Bounded(_) | Node::Number => 2,
-                Node::String | Node::StrLen { .. } | Node::Format(_) | Node::Enum { .. } => 3,
+                Node::String
+                | Node::StrLen { .. }
+                | Node::Format(_)
+                | Node::Pattern(_)
+                | Node::Enum { .. } => 3,
                 Node::Array { .. } => 4,
                 Node::Object { .. } => 5,
                 Node::Ref(_) => 6,
@@ -602,14 +615,21 @@ impl Builder {
             },
             Type::String => {
                 let lengths = kw.min_length.is_some() || kw.max_length.is_some();
-                match (kw.words, format(kw.format)?) {
-                    (None, None) => string_lengths(kw.min_length, kw.max_length)?,
-                    // (an enum or a format with lengths, or both: the Python translator
-                    // intersects them)
-                    (Some(_), Some(_)) => return None,
-                    _ if lengths => return None,
-                    (Some(w), None) => plain_enum(w)?,
-                    (None, Some(f)) => Node::Format(f),
+                let format = format(kw.format)?;
+                // (lengths, an enum, a format and a pattern: the Python translator intersects
+                // any two of them)
+                let constraints = usize::from(lengths)
+                    + usize::from(kw.words.is_some())
+                    + usize::from(format.is_some())
+                    + usize::from(kw.pattern.is_some());
+                if constraints > 1 {
+                    return None;
+                }
+                match (kw.words, format, kw.pattern) {
+                    (Some(w), _, _) => plain_enum(w)?,
+                    (_, Some(f), _) => Node::Format(f),
+                    (_, _, Some(p)) => Node::Pattern(pattern_rule(p)?),
+                    _ => string_lengths(kw.min_length, kw.max_length)?,
                 }
             }
             Type::Array => {
@@ -691,6 +711,7 @@ struct Keywords<'a> {
     /// `enum`'s values, or `const`'s one.
     words: Option<&'a [Json]>,
     format: Option<&'a str>,
+    pattern: Option<&'a str>,
     minimum: Option<&'a Json>,
     maximum: Option<&'a Json>,
     ex_minimum: Option<&'a Json>,
@@ -736,7 +757,7 @@ impl Keywords<'_> {
     }
 
     fn strings(&self) -> bool {
-        self.min_length.is_some() || self.max_length.is_some()
+        self.min_length.is_some() || self.max_length.is_some() || self.pattern.is_some()
     }
 
     fn arrays(&self) -> bool {

@@ -240,6 +240,7 @@ impl<'a> Emitter<'a> {
             Node::StrLen { min, max } => self.bounded_string(*min, *max),
             Node::Enum { regex, .. } => self.terminal(regex, "str"),
             Node::Format(f) => self.shared_rule(vec![t(FORMATS[*f as usize].1)], "str"),
+            Node::Pattern(rule) => self.shared_rule(vec![t(rule)], "str"),
             Node::Array { item, min, max } => {
                 let (item, min, max) = (*item, *min, *max);
                 let name = self.fresh("array");

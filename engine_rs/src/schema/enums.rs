@@ -137,7 +137,7 @@ fn char_text(c: u8, in_class: bool, out: &mut String) {
 
 /// `_json_text._set_text` for a set of printable ASCII characters (never printed negated: its
 /// complement has more ranges).
-fn set_text(cs: &[u8], out: &mut String) {
+pub(super) fn set_text(cs: &[u8], out: &mut String) {
     if let [c] = cs {
         char_text(*c, false, out);
         return;

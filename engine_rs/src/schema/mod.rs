@@ -22,6 +22,7 @@ mod common_shape;
 mod enums;
 mod formats;
 mod numbers;
+mod patterns;
 
 pub use common_shape::{Json, ASSERTING};
 

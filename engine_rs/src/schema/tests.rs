@@ -53,7 +53,7 @@ fn objects_chain_their_members_and_share_equal_subschemas() {
 #[test]
 fn other_shapes_decline() {
     let declined = [
-        obj(&[("type", s("string")), ("pattern", s("a+"))]),
+        obj(&[("type", s("string")), ("pattern", s("^a+"))]),
         obj(&[("type", s("string")), ("enum", Json::Array(vec![s("a/b")]))]),
         obj(&[
             ("type", s("string")),
@@ -413,4 +413,52 @@ fn keywords_of_other_types_are_read_and_ignored() {
         ("items", obj(&[("pattern", s("a"))])),
     ]);
     assert_eq!(translate(&bad_items, None), None);
+}
+
+#[test]
+fn anchored_patterns_print_the_python_translators_regex() {
+    let rule = |p: &str| {
+        let text = translate(&obj(&[("type", s("string")), ("pattern", s(p))]), None)?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("str ::= "))
+            .map(|l| l.trim_end_matches(';').to_owned())
+    };
+    assert_eq!(
+        rule("^[a-zA-Z0-9_]+$").unwrap(),
+        r##"#"\x22[0-9A-Z_a-z]+\x22""##
+    );
+    assert_eq!(
+        rule("^([a-z])([a-z0-9-])*$").unwrap(),
+        r##"#"\x22[a-z][\-0-9a-z]*\x22""##
+    );
+    // (nested counts merge; a counted character past 8 is the engine's `json_len!`)
+    assert_eq!(rule("^(a?){2,5}$").unwrap(), r##"#"\x22a{0,5}\x22""##);
+    assert_eq!(
+        rule("^((ab){2})+$").unwrap(),
+        r##"#"\x22(?:(?:ab){2})+\x22""##
+    );
+    assert_eq!(
+        rule(r"^[A-Fa-f\d]{24}$").unwrap(),
+        r##"'"' json_len!(#"[0-9A-Fa-f]*", 24, 24) '"'"##
+    );
+    assert_eq!(
+        rule("^x{9}y{9}$").unwrap(),
+        r##"'"' json_len!(#"x*y{9}", 18, 18) '"'"##
+    );
+    for declined in [
+        "a+",
+        "^(a|b)$",
+        "^a.b$",
+        r"^\/$",
+        "^[^a]$",
+        r"^\s$",
+        "^{1}$",
+        "^a**$",
+        "^a{3,2}$",
+        "^[]$",
+        "^()$",
+        "^a{2000000}$",
+    ] {
+        assert_eq!(rule(declined), None, "{declined}");
+    }
 }
