@@ -281,6 +281,9 @@ TRANSLATED |= {"$id"}
 #: strings only: see test_formats_print_the_python_translators_rules and
 #: test_anchored_patterns_print_the_python_translators_regex)
 TRANSLATED |= {"const", "format", "pattern"}
+#: (beside one `items` schema or none, where the Python translator ignores it: a boolean, or a
+#: subschema of the subset, dropped)
+TRANSLATED |= {"additionalItems"}
 
 
 def test_every_keyword_the_translator_reads_is_translated_or_declined() -> None:
@@ -637,6 +640,9 @@ def test_keywords_of_other_types_are_ignored() -> None:
         {"type": "boolean", "exclusiveMaximum": 2, "format": "date"},
         {"enum": ["a", "b"], "items": {"type": "integer"}},
         {"type": "array", "required": ["standalone"], "properties": {"a": {}}},
+        {"type": "array", "items": {"type": "string"}, "additionalItems": False},
+        {"type": "array", "additionalItems": {"type": "integer"}},
+        {"type": "string", "additionalItems": True},
     ):
         _same(schema)
     # Without a type: values of every type, each under the keywords of its type.
@@ -659,6 +665,9 @@ def test_keywords_of_other_types_are_ignored() -> None:
     _declined({"type": "object", "minLength": "x"})
     _declined({"type": "array", "minimum": 0.5})
     _declined({"type": "array", "required": [1]})
+    _declined({"type": "array", "items": [{"type": "string"}], "additionalItems": False})
+    _declined({"type": "array", "additionalItems": {"type": "string", "pattern": "a"}})
+    _declined({"type": "array", "additionalItems": 1})
 
 
 def _random_pattern(r: random.Random) -> str:

@@ -10,7 +10,8 @@
 //! `string` (optionally one of: an `enum` of words JSON spells one way, or a string `const`;
 //! `minLength`/`maxLength`, see [`string_lengths`]; a `format`, see [`format`]; an anchored
 //! `pattern`, see [`pattern_rule`]), `array`
-//! (optionally `items`: one subschema, and `minItems`/`maxItems`) or `object`
+//! (optionally `items`: one subschema, `minItems`/`maxItems`, and an `additionalItems` that
+//! one subschema of `items` leaves without effect) or `object`
 //! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
 //! boolean or a subschema; properties with plain ASCII names); without a `type`, values of
 //! every type under the keywords of each (unless none constrains). Keywords of types a
@@ -142,11 +143,11 @@ const MAX_OPEN_MIN_LENGTH: u64 = 64;
 /// The keywords that assert something or locate schemas in any draft of JSON Schema (3 to
 /// 2020-12), the translator's legacy ones included: a superset of what the Python translator
 /// enforces (`tests/test_schema_fast_path.py` checks that its lists are included). The fast path
-/// translates seventeen of them (`type`, `enum`, `const`, `format`, `pattern`, `properties`,
-/// `required`, `additionalProperties`, `items`, the number bounds, the array lengths and the
-/// string lengths) and declines a schema with any other; a keyword not listed is an annotation or
-/// unknown, and ignored as JSON Schema prescribes (and the Python translator does), except
-/// unknown `$` keywords, which decline too.
+/// translates eighteen of them (`type`, `enum`, `const`, `format`, `pattern`, `properties`,
+/// `required`, `additionalProperties`, `items`, `additionalItems`, the number bounds, the array
+/// lengths and the string lengths) and declines a schema with any other; a keyword not listed is
+/// an annotation or unknown, and ignored as JSON Schema prescribes (and the Python translator
+/// does), except unknown `$` keywords, which decline too.
 pub const ASSERTING: &[&str] = &[
     // validation
     "type",
@@ -341,6 +342,7 @@ impl Builder {
                 "required" => kw.required = Some(v),
                 "additionalProperties" => kw.others = Some(v),
                 "items" => kw.items = Some(v),
+                "additionalItems" => kw.extra_items = Some(v),
                 // (`const` is a one-word `enum`, as the Python translator's literal of a string
                 // is; both in one schema intersect, which declines; draft 4 has no `const`)
                 "enum" | "const" if kw.words.is_some() => return None,
@@ -640,6 +642,14 @@ impl Builder {
                     }
                     Some(_) => return None,
                 };
+                // (ignored by the Python translator beside one `items` schema: read and dropped)
+                match kw.extra_items {
+                    None | Some(Json::Bool(_)) => {}
+                    Some(s @ Json::Object(_)) => {
+                        self.node(s, depth + 1, false)?;
+                    }
+                    Some(_) => return None,
+                }
                 let min = count(kw.min_items)?.unwrap_or(0);
                 let max = count(kw.max_items)?;
                 if max.is_some_and(|m| m < min) {
@@ -708,6 +718,8 @@ struct Keywords<'a> {
     required: Option<&'a Json>,
     others: Option<&'a Json>,
     items: Option<&'a Json>,
+    /// `additionalItems`: read beside an array of `items` only (which declines), else ignored.
+    extra_items: Option<&'a Json>,
     /// `enum`'s values, or `const`'s one.
     words: Option<&'a [Json]>,
     format: Option<&'a str>,
@@ -761,7 +773,10 @@ impl Keywords<'_> {
     }
 
     fn arrays(&self) -> bool {
-        self.items.is_some() || self.min_items.is_some() || self.max_items.is_some()
+        self.items.is_some()
+            || self.extra_items.is_some()
+            || self.min_items.is_some()
+            || self.max_items.is_some()
     }
 
     fn objects(&self) -> bool {

@@ -408,6 +408,18 @@ fn keywords_of_other_types_are_read_and_ignored() {
     );
     let any = obj(&[("items", obj(&[]))]);
     assert_eq!(translate(&any, None), None);
+    // (`additionalItems` beside one `items` schema: no effect)
+    let extra = obj(&[
+        ("type", s("array")),
+        ("items", obj(&[("type", s("string"))])),
+        ("additionalItems", Json::Bool(false)),
+    ]);
+    let items = obj(&[
+        ("type", s("array")),
+        ("items", obj(&[("type", s("string"))])),
+    ]);
+    assert!(translate(&extra, None).is_some());
+    assert_eq!(translate(&extra, None), translate(&items, None));
     let bad_items = obj(&[
         ("type", s("object")),
         ("items", obj(&[("pattern", s("a"))])),
