@@ -54,7 +54,10 @@ fn objects_chain_their_members_and_share_equal_subschemas() {
 fn other_shapes_decline() {
     let declined = [
         obj(&[("type", s("string")), ("pattern", s("^a+"))]),
-        obj(&[("type", s("string")), ("enum", Json::Array(vec![s("a/b")]))]),
+        obj(&[
+            ("type", s("string")),
+            ("enum", Json::Array(vec![s("a\\b")])),
+        ]),
         obj(&[
             ("type", s("string")),
             ("enum", Json::Array(vec![s("a"), s("")])),
@@ -137,6 +140,13 @@ fn enums_are_factored_as_the_python_translator_does() {
     assert_eq!(enum_of(&["ab", "abc"]), r##"#"\x22abc?\x22";"##);
     assert_eq!(enum_of(&["a.b", "a-c"]), r##"#"\x22a(?:\.b|\-c)\x22";"##);
     assert_eq!(enum_of(&["a", "b", "c", "e"]), r##"#"\x22[a-ce]\x22";"##);
+    // (a slash is `/` or `\/` in JSON: a set holding it, or it alone, becomes an alternation)
+    assert_eq!(enum_of(&["a/", "ab"]), r##"#"\x22a(?:[/b]|\x5C/)\x22";"##);
+    assert_eq!(enum_of(&["a", "/"]), r##"#"\x22(?:[/a]|\x5C/)\x22";"##);
+    assert_eq!(
+        enum_of(&["x/y", "x/z", "q"]),
+        r##"#"\x22(?:q|x(?:/|\x5C/)[yz])\x22";"##
+    );
 }
 
 #[test]
