@@ -24,9 +24,9 @@ from structout.schema import _compile, _documents, _formats, to_kbnf, translate
 
 DATA = Path(__file__).resolve().parent / "data"
 
-#: Schemas of the data the engine translates (measured: 5,400 of 8,990); a floor a little
+#: Schemas of the data the engine translates (measured: 5,519 of 8,990); a floor a little
 #: under it, so that a change that silently declines most of them fails.
-COVERED_FLOOR = 5_150
+COVERED_FLOOR = 5_250
 
 
 def _data_schemas() -> list[tuple[str, Any]]:
