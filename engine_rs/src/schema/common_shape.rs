@@ -12,11 +12,11 @@
 //! `pattern`, see [`pattern_rule`]), `array`
 //! (optionally `items`: one subschema, `minItems`/`maxItems`, and an `additionalItems` that
 //! one subschema of `items` leaves without effect) or `object`
-//! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
-//! boolean or a subschema; properties with plain ASCII names); without a `type`, values of
-//! every type under the keywords of each (unless none constrains). Keywords of types a
-//! subschema does not have are ignored, as by the Python translator, once their values are
-//! found in the subset. The
+//! (optionally `properties`, `required` (unlisted names are members of the other keys'
+//! value), `additionalProperties`: a boolean or a subschema; properties with plain ASCII
+//! names); without a `type`, values of every type under the keywords of each (unless none
+//! constrains). Keywords of types a subschema does not have are ignored, as by the Python
+//! translator, once their values are found in the subset. The
 //! document may keep `definitions`/`$defs` and `$schema` (drafts 4 to 2020-12). Keywords that
 //! assert nothing (annotations such as `title` or `description`, unknown ones) are ignored, as
 //! by the Python translator. Any other keyword, value or shape declines.
@@ -98,8 +98,11 @@ pub(super) enum Node {
     /// rule named after its last segment (see [`Nodes::refs`]).
     Ref(String),
     Object {
-        /// Properties in schema order.
+        /// Properties in schema order, then the required names not listed (sorted).
         props: Vec<(String, NodeId)>,
+        /// How many of `props` are listed in `properties` (the Python translator's nodes tell
+        /// a required name apart from a listed property of the same value).
+        listed: usize,
         /// Required names, sorted.
         required: Vec<String>,
         /// The values of other keys (`None`: no other keys).
@@ -474,6 +477,7 @@ impl Builder {
                 props,
                 required,
                 others,
+                ..
             } => {
                 props.is_empty()
                     && required.is_empty()
@@ -680,7 +684,7 @@ impl Builder {
                     Some(Json::Array(names)) => {
                         for n in names {
                             match n {
-                                Json::Str(s) if list.iter().any(|(k, _)| k == s) => {
+                                Json::Str(s) if plain_key(s) => {
                                     if req.contains(s) {
                                         return None;
                                     }
@@ -701,8 +705,18 @@ impl Builder {
                     }
                     Some(_) => return None,
                 };
+                // Required names not listed are named members after the listed ones, in their
+                // sorted order, of the other keys' value (`_emit.objects._obj_variants`); none
+                // when there are no other keys (no object: the Python translator reports it).
+                let listed = list.len();
+                for name in &req {
+                    if !list[..listed].iter().any(|(k, _)| k == name) {
+                        list.push((name.clone(), others?));
+                    }
+                }
                 Node::Object {
                     props: list,
+                    listed,
                     required: req,
                     others,
                 }

@@ -262,6 +262,7 @@ impl<'a> Emitter<'a> {
                 props,
                 required,
                 others,
+                ..
             } => self.object(id, props, required, *others),
         };
         if matches!(node, Node::Array { .. } | Node::Object { .. }) {

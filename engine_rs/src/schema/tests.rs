@@ -82,6 +82,7 @@ fn other_shapes_decline() {
         obj(&[
             ("type", s("object")),
             ("required", Json::Array(vec![s("missing")])),
+            ("additionalProperties", Json::Bool(false)),
         ]),
         obj(&[("properties", obj(&[]))]),
         obj(&[
@@ -483,4 +484,33 @@ fn anchored_patterns_print_the_python_translators_regex() {
     ] {
         assert_eq!(rule(declined), None, "{declined}");
     }
+}
+
+#[test]
+fn required_names_not_listed_are_members_of_the_other_keys_value() {
+    let schema = |props: Vec<(&str, Json)>| {
+        obj(&[
+            ("type", s("object")),
+            ("properties", obj(&props)),
+            ("required", Json::Array(vec![s("z"), s("a"), s("b")])),
+        ])
+    };
+    let unlisted = schema(vec![("a", obj(&[("type", s("string"))]))]);
+    let listed = schema(vec![
+        ("a", obj(&[("type", s("string"))])),
+        ("b", obj(&[])),
+        ("z", obj(&[])),
+    ]);
+    assert!(translate(&unlisted, None).is_some());
+    assert_eq!(translate(&unlisted, None), translate(&listed, None));
+    // (the two are different objects for the Python translator: two rules)
+    let both = obj(&[
+        ("type", s("object")),
+        ("properties", obj(&[("x", unlisted), ("y", listed)])),
+    ]);
+    let text = translate(&both, None).unwrap();
+    assert!(
+        text.contains("object_1 ::=") && text.contains("object_2 ::="),
+        "{text}"
+    );
 }
