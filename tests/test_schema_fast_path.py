@@ -24,9 +24,9 @@ from structout.schema import _compile, _documents, _formats, to_kbnf, translate
 
 DATA = Path(__file__).resolve().parent / "data"
 
-#: Schemas of the data the engine translates (measured: 5,573 of 8,990); a floor a little
+#: Schemas of the data the engine translates (measured: 5,867 of 8,990); a floor a little
 #: under it, so that a change that silently declines most of them fails.
-COVERED_FLOOR = 5_250
+COVERED_FLOOR = 5_550
 
 
 def _data_schemas() -> list[tuple[str, Any]]:
@@ -632,6 +632,29 @@ def test_any_of_keeps_arrays_and_objects_apart() -> None:
     _declined({"anyOf": [_tool("a"), _tool("a")]})
     _declined({"anyOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]})
     _declined({"anyOf": [_tool(f"t{i}") for i in range(65)]})
+
+
+def test_one_of_branches_of_different_kinds_is_their_any_of() -> None:
+    # (no value satisfies two of them: the Python translator unites them as they are)
+    for schema in (
+        {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+        {"oneOf": [{"type": "null"}, _tool("a"), {"type": "array", "items": {"type": "number"}}]},
+        {"oneOf": [{"enum": ["a", "b"]}]},
+        {"oneOf": [{"$ref": "#/definitions/d"}], "definitions": {"d": {"type": "integer"}}},
+        {
+            "type": "object",
+            "properties": {"q": {"oneOf": [{"type": "string"}, {"type": "number"}]}},
+        },
+    ):
+        _same(schema)
+    # Branches that may overlap (one kind twice, references of kinds known once resolved), or
+    # oneOf beside anyOf or other assertions: left to Python.
+    _declined({"oneOf": [_tool("a"), _tool("b")]})
+    _declined({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]})
+    _declined({"oneOf": [{"type": "integer"}, {"type": "number"}]})
+    _declined({"oneOf": [{"$ref": "#/definitions/d"}, {"type": "null"}], "definitions": {"d": {}}})
+    _declined({"oneOf": [{"type": "string"}], "anyOf": [{"type": "string"}]})
+    _declined({"oneOf": [{"type": "string"}, {"type": "null"}], "type": "string"})
 
 
 def test_required_names_not_listed_are_named_members() -> None:

@@ -3,7 +3,8 @@
 //! A schema is in the subset when every subschema is `true`, `{}` (annotations only), a local
 //! `$ref` (see [`local_pointer`]) or an `anyOf` with nothing but annotations beside it (branches
 //! of different kinds, or several arrays and objects the Python translator keeps apart: see
-//! [`Builder::kept_apart`]), or has a `type` (or a
+//! [`Builder::kept_apart`]; or a `oneOf` of branches of different kinds, which is their
+//! `anyOf`), or has a `type` (or a
 //! list of types) of `null`, `boolean`, `integer` or `number` (each optionally bounded by
 //! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of integer values; not both in
 //! one type list with bounds),
@@ -377,7 +378,9 @@ impl Builder {
                 "$schema" if root => {} // (checked by `Nodes::of`)
                 "definitions" | "$defs" if root && matches!(v, Json::Object(_)) => {}
                 "$ref" => reference = Some(v),
-                "anyOf" => any_of = Some(v),
+                "anyOf" | "oneOf" if any_of.is_some() => return None,
+                "anyOf" => any_of = Some((v, false)),
+                "oneOf" => any_of = Some((v, true)),
                 // (draft 4's `$id`, a name in later drafts; and later drafts' `$id`, a name in
                 // draft 4: either way a base URI only for references, see `nested_id`)
                 "id" | "$id" if matches!(v, Json::Str(_)) => self.nested_id |= !root,
@@ -386,12 +389,12 @@ impl Builder {
                 _ => {}
             }
         }
-        if let Some(branches) = any_of {
+        if let Some((branches, one)) = any_of {
             // (with assertions beside it: not on the fast path)
             if ty.is_some() || reference.is_some() || !kw.is_empty() {
                 return None;
             }
-            return self.any_of(branches, depth);
+            return self.any_of(branches, one, depth);
         }
         if let Some(r) = reference {
             // (a reference with assertions beside it is not on the fast path)
@@ -491,7 +494,11 @@ impl Builder {
     /// merges scalars of one kind (which the fast path does not copy), but for arrays and objects,
     /// which it keeps apart (see [`Builder::kept_apart`]); a reference only beside `null`
     /// branches (`Optional[Model]`), since its kind is known only once resolved.
-    fn any_of(&mut self, branches: &Json, depth: usize) -> Option<NodeId> {
+    ///
+    /// `oneOf` (`one`) of branches that no value satisfies two of is their `anyOf` (the Python
+    /// translator's `_one_of` finds no overlap and unites them): branches of different kinds,
+    /// without references (of kinds known only once resolved) unless alone.
+    fn any_of(&mut self, branches: &Json, one: bool, depth: usize) -> Option<NodeId> {
         let Json::Array(branches) = branches else {
             return None;
         };
@@ -528,6 +535,12 @@ impl Builder {
             return None;
         }
         if kinds.contains(&6) && kinds.iter().any(|&k| k != 6 && k != 0) {
+            return None;
+        }
+        if one
+            && parts.len() > 1
+            && (kinds.contains(&6) || (1..kinds.len()).any(|i| kinds[..i].contains(&kinds[i])))
+        {
             return None;
         }
         // (all six kinds: the Python translator may find it is any value and write that)

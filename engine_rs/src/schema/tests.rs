@@ -514,3 +514,23 @@ fn required_names_not_listed_are_members_of_the_other_keys_value() {
         "{text}"
     );
 }
+
+#[test]
+fn one_of_branches_of_different_kinds_is_their_any_of() {
+    let branches = Json::Array(vec![
+        obj(&[("type", s("string"))]),
+        obj(&[("type", s("integer"))]),
+    ]);
+    let one = obj(&[("oneOf", branches.clone())]);
+    let any = obj(&[("anyOf", branches)]);
+    assert!(translate(&one, None).is_some());
+    assert_eq!(translate(&one, None), translate(&any, None));
+    let objects = obj(&[(
+        "oneOf",
+        Json::Array(vec![
+            obj(&[("type", s("object"))]),
+            obj(&[("type", s("object")), ("required", Json::Array(vec![]))]),
+        ]),
+    )]);
+    assert_eq!(translate(&objects, None), None);
+}
