@@ -1,16 +1,23 @@
 //! The subset of JSON Schema the fast path translates, as interned nodes.
 //!
 //! A schema is in the subset when every subschema is `true`, `{}` (annotations only), a local
-//! `$ref` (see [`local_pointer`]) or an `anyOf` of branches of different kinds with nothing but
-//! annotations beside it, or has a `type` (or a
+//! `$ref` (see [`local_pointer`]) or an `anyOf` with nothing but annotations beside it (branches
+//! of different kinds, or several arrays and objects the Python translator keeps apart: see
+//! [`Builder::kept_apart`]; or a `oneOf` of branches of different kinds, which is their
+//! `anyOf`), or has a `type` (or a
 //! list of types) of `null`, `boolean`, `integer` or `number` (each optionally bounded by
 //! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` of integer values; not both in
 //! one type list with bounds),
-//! `string` (optionally an `enum` of words JSON spells one way, or `minLength`/`maxLength`: see
-//! [`string_lengths`]), `array` (optionally `items`:
-//! one subschema, and `minItems`/`maxItems`) or `object`
-//! (optionally `properties`, `required` naming listed properties, `additionalProperties`: a
-//! boolean or a subschema; properties with plain ASCII names). The
+//! `string` (optionally one of: an `enum` of words JSON spells one way, or a string `const`;
+//! `minLength`/`maxLength`, see [`string_lengths`]; a `format`, see [`format`]; an anchored
+//! `pattern`, see [`pattern_rule`]), `array`
+//! (optionally `items`: one subschema, `minItems`/`maxItems`, and an `additionalItems` that
+//! one subschema of `items` leaves without effect) or `object`
+//! (optionally `properties`, `required` (unlisted names are members of the other keys'
+//! value), `additionalProperties`: a boolean or a subschema; properties with plain ASCII
+//! names); without a `type`, values of every type under the keywords of each (unless none
+//! constrains). Keywords of types a subschema does not have are ignored, as by the Python
+//! translator, once their values are found in the subset. The
 //! document may keep `definitions`/`$defs` and `$schema` (drafts 4 to 2020-12). Keywords that
 //! assert nothing (annotations such as `title` or `description`, unknown ones) are ignored, as
 //! by the Python translator. Any other keyword, value or shape declines.
@@ -23,7 +30,9 @@
 use rustc_hash::FxHashMap;
 
 use super::enums::enum_regex;
+use super::formats::FORMATS;
 use super::numbers::{integer_regex, number_regex, tighter_hi, tighter_lo, Bound};
+use super::patterns::pattern_rule;
 
 /// A JSON value, as the bindings hand a schema over. A number carries its value when it is an
 /// integer (`10` or `10.0`) of at most 2^53 in magnitude, else none (the subset reads only such
@@ -67,6 +76,11 @@ pub(super) enum Node {
         min: u64,
         max: Option<u64>,
     },
+    /// A string of a `format` the fast path translates: its index in [`FORMATS`].
+    Format(u8),
+    /// A string matching a `pattern` the fast path translates: its rule's alternative (see
+    /// [`pattern_rule`]).
+    Pattern(String),
     /// A string enum: its distinct words in schema order, and their regex.
     Enum {
         words: Vec<String>,
@@ -85,8 +99,11 @@ pub(super) enum Node {
     /// rule named after its last segment (see [`Nodes::refs`]).
     Ref(String),
     Object {
-        /// Properties in schema order.
+        /// Properties in schema order, then the required names not listed (sorted).
         props: Vec<(String, NodeId)>,
+        /// How many of `props` are listed in `properties` (the Python translator's nodes tell
+        /// a required name apart from a listed property of the same value).
+        listed: usize,
         /// Required names, sorted.
         required: Vec<String>,
         /// The values of other keys (`None`: no other keys).
@@ -117,6 +134,9 @@ const MAX_SUBSCHEMAS: usize = 4096;
 const MAX_WORD: usize = 256;
 /// Most enum words.
 const MAX_WORDS: usize = 1024;
+/// Most branches of an `anyOf` (the Python translator compares more than two objects pairwise
+/// up to 64).
+const MAX_BRANCHES: usize = 64;
 /// Largest `maxLength` on the fast path: the Python translator's `MAX_ENGINE_LENGTH` (above it,
 /// `json_len!` is not used and the repetition becomes rules).
 const MAX_ENGINE_LENGTH: u64 = 1 << 20;
@@ -127,10 +147,11 @@ const MAX_OPEN_MIN_LENGTH: u64 = 64;
 /// The keywords that assert something or locate schemas in any draft of JSON Schema (3 to
 /// 2020-12), the translator's legacy ones included: a superset of what the Python translator
 /// enforces (`tests/test_schema_fast_path.py` checks that its lists are included). The fast path
-/// translates fourteen of them (`type`, `enum`, `properties`, `required`, `additionalProperties`,
-/// `items`, the number bounds, the array lengths and the string lengths) and declines a schema with any other; a keyword not listed is an annotation or
-/// unknown, and ignored as JSON Schema prescribes (and the Python translator does), except
-/// unknown `$` keywords, which decline too.
+/// translates eighteen of them (`type`, `enum`, `const`, `format`, `pattern`, `properties`,
+/// `required`, `additionalProperties`, `items`, `additionalItems`, the number bounds, the array
+/// lengths and the string lengths) and declines a schema with any other; a keyword not listed is
+/// an annotation or unknown, and ignored as JSON Schema prescribes (and the Python translator
+/// does), except unknown `$` keywords, which decline too.
 pub const ASSERTING: &[&str] = &[
     // validation
     "type",
@@ -209,6 +230,7 @@ impl Nodes {
     /// The nodes of `schema`, or `None` when it is outside the subset.
     pub(super) fn of(schema: &Json) -> Option<Nodes> {
         let mut b = Builder {
+            draft4: false,
             nodes: Vec::new(),
             index: FxHashMap::default(),
             seen: 0,
@@ -222,6 +244,7 @@ impl Nodes {
                 match v {
                     Json::Str(s) if DIALECTS.contains(&s.as_str()) => {
                         draft4 = s.contains("draft-04");
+                        b.draft4 = draft4;
                     }
                     _ => return None,
                 }
@@ -269,6 +292,8 @@ impl Nodes {
 }
 
 struct Builder {
+    /// Draft 4 (`$schema`): `const` is not a keyword there.
+    draft4: bool,
     nodes: Vec<Node>,
     index: FxHashMap<Node, NodeId>,
     seen: usize,
@@ -321,7 +346,27 @@ impl Builder {
                 "required" => kw.required = Some(v),
                 "additionalProperties" => kw.others = Some(v),
                 "items" => kw.items = Some(v),
-                "enum" => kw.words = Some(v),
+                "additionalItems" => kw.extra_items = Some(v),
+                // (`const` is a one-word `enum`, as the Python translator's literal of a string
+                // is; both in one schema intersect, which declines; draft 4 has no `const`)
+                "enum" | "const" if kw.words.is_some() => return None,
+                "enum" => match v {
+                    Json::Array(values) => kw.words = Some(values),
+                    _ => return None,
+                },
+                "const" if !self.draft4 => match v {
+                    Json::Str(_) => kw.words = Some(std::slice::from_ref(v)),
+                    _ => return None,
+                },
+                // (read for strings only, as by the Python translator: ignored beside other types)
+                "format" => match v {
+                    Json::Str(f) => kw.format = Some(f),
+                    _ => return None,
+                },
+                "pattern" => match v {
+                    Json::Str(p) => kw.pattern = Some(p),
+                    _ => return None,
+                },
                 "minimum" => kw.minimum = Some(v),
                 "maximum" => kw.maximum = Some(v),
                 "exclusiveMinimum" => kw.ex_minimum = Some(v),
@@ -333,7 +378,9 @@ impl Builder {
                 "$schema" if root => {} // (checked by `Nodes::of`)
                 "definitions" | "$defs" if root && matches!(v, Json::Object(_)) => {}
                 "$ref" => reference = Some(v),
-                "anyOf" => any_of = Some(v),
+                "anyOf" | "oneOf" if any_of.is_some() => return None,
+                "anyOf" => any_of = Some((v, false)),
+                "oneOf" => any_of = Some((v, true)),
                 // (draft 4's `$id`, a name in later drafts; and later drafts' `$id`, a name in
                 // draft 4: either way a base URI only for references, see `nested_id`)
                 "id" | "$id" if matches!(v, Json::Str(_)) => self.nested_id |= !root,
@@ -342,12 +389,12 @@ impl Builder {
                 _ => {}
             }
         }
-        if let Some(branches) = any_of {
+        if let Some((branches, one)) = any_of {
             // (with assertions beside it: not on the fast path)
             if ty.is_some() || reference.is_some() || !kw.is_empty() {
                 return None;
             }
-            return self.any_of(branches, depth);
+            return self.any_of(branches, one, depth);
         }
         if let Some(r) = reference {
             // (a reference with assertions beside it is not on the fast path)
@@ -361,13 +408,12 @@ impl Builder {
             self.has_ref = true;
             return Some(self.reference(&pointer));
         }
-        let node = match ty {
+        let mut types = match ty {
             Some(Json::Str(t)) => {
                 let t = Type::of(t)?;
-                if !kw.only_for(&[t]) {
-                    return None;
-                }
-                self.typed(t, &kw, depth)?
+                self.other_types(&[t], &kw, depth)?;
+                let node = self.typed(t, &kw, depth)?;
+                return Some(self.intern(node));
             }
             // `type: [...]`: the union of those types (each with its own keywords).
             Some(Json::Array(list)) => {
@@ -381,58 +427,82 @@ impl Builder {
                         types.push(t);
                     }
                 }
-                if types.contains(&Type::Number) {
-                    if types.contains(&Type::Integer) && kw.numeric() {
-                        return None; // (the Python translator unites the two intervals)
-                    }
-                    types.retain(|&t| t != Type::Integer); // (every integer is a number)
-                }
-                if kw.words.is_some() {
-                    // (an enum of strings leaves the string part only)
-                    if !types.contains(&Type::String) {
-                        return None;
-                    }
-                    types = vec![Type::String];
-                }
-                // (all six kinds unconstrained would be any value: not on the fast path)
-                if types.is_empty() || types.len() == 6 {
-                    return None;
-                }
-                if !kw.only_for(&types) {
-                    return None;
-                }
-                types.sort_by_key(|t| t.rank());
-                let mut parts = Vec::with_capacity(types.len());
-                for &t in &types {
-                    let part = self.typed(t, &kw, depth)?;
-                    parts.push(self.intern(part));
-                }
-                if parts.len() == 1 {
-                    return Some(parts[0]);
-                }
-                Node::Union(parts)
+                types
             }
             Some(_) => return None,
-            None if kw.words.is_some() => {
-                if !kw.only_for(&[Type::String]) {
-                    return None;
-                }
-                self.typed(Type::String, &kw, depth)?
-            }
-            None if kw.is_empty() => Node::Any,
-            None => return None,
+            None if kw.is_empty() => return Some(self.intern(Node::Any)),
+            // (no type: values of any type, each under the keywords of its type)
+            None => ALL_TYPES.to_vec(),
         };
-        Some(self.intern(node))
+        if types.contains(&Type::Number) {
+            if types.contains(&Type::Integer) && kw.numeric() {
+                return None; // (the Python translator unites the two intervals)
+            }
+            types.retain(|&t| t != Type::Integer); // (every integer is a number)
+        }
+        if kw.words.is_some() {
+            // (an enum of strings leaves the string part only)
+            if !types.contains(&Type::String) {
+                return None;
+            }
+            types = vec![Type::String];
+        }
+        if types.is_empty() {
+            return None;
+        }
+        self.other_types(&types, &kw, depth)?;
+        types.sort_by_key(|t| t.rank());
+        let mut parts = Vec::with_capacity(types.len());
+        for &t in &types {
+            let part = self.typed(t, &kw, depth)?;
+            parts.push(self.intern(part));
+        }
+        // (every kind, none constrained: the Python translator finds any value, and may write
+        // it as such; the fast path cannot tell the arrays and objects it counts as
+        // unconstrained)
+        if types.len() == 6 && parts.iter().all(|&p| self.unconstrained(p)) {
+            return None;
+        }
+        if parts.len() == 1 {
+            return Some(parts[0]);
+        }
+        Some(self.intern(Node::Union(parts)))
     }
 
-    /// `anyOf` of branches of different kinds (the Python translator merges branches of one
-    /// kind, which the fast path does not copy), in their order; a reference only beside
-    /// `null` branches (`Optional[Model]`), since its kind is known only once resolved.
-    fn any_of(&mut self, branches: &Json, depth: usize) -> Option<NodeId> {
+    /// Whether node `id` may be the Python translator's unconstrained value of its kind.
+    fn unconstrained(&self, id: NodeId) -> bool {
+        match &self.nodes[id as usize] {
+            Node::Null | Node::Boolean | Node::Number | Node::String => true,
+            Node::Array { item, min, max } => {
+                matches!(self.nodes[*item as usize], Node::Any) && *min == 0 && max.is_none()
+            }
+            Node::Object {
+                props,
+                required,
+                others,
+                ..
+            } => {
+                props.is_empty()
+                    && required.is_empty()
+                    && others.is_some_and(|o| matches!(self.nodes[o as usize], Node::Any))
+            }
+            _ => false,
+        }
+    }
+
+    /// `anyOf`, its branches in their order: of different kinds, as the Python translator
+    /// merges scalars of one kind (which the fast path does not copy), but for arrays and objects,
+    /// which it keeps apart (see [`Builder::kept_apart`]); a reference only beside `null`
+    /// branches (`Optional[Model]`), since its kind is known only once resolved.
+    ///
+    /// `oneOf` (`one`) of branches that no value satisfies two of is their `anyOf` (the Python
+    /// translator's `_one_of` finds no overlap and unites them): branches of different kinds,
+    /// without references (of kinds known only once resolved) unless alone.
+    fn any_of(&mut self, branches: &Json, one: bool, depth: usize) -> Option<NodeId> {
         let Json::Array(branches) = branches else {
             return None;
         };
-        if branches.is_empty() || branches.len() > 6 {
+        if branches.is_empty() || branches.len() > MAX_BRANCHES {
             return None;
         }
         let mut parts: Vec<NodeId> = Vec::with_capacity(branches.len());
@@ -443,19 +513,34 @@ impl Builder {
                 Node::Null => 0,
                 Node::Boolean => 1,
                 Node::Integer | Node::Bounded(_) | Node::Number => 2,
-                Node::String | Node::StrLen { .. } | Node::Enum { .. } => 3,
+                Node::String
+                | Node::StrLen { .. }
+                | Node::Format(_)
+                | Node::Pattern(_)
+                | Node::Enum { .. } => 3,
                 Node::Array { .. } => 4,
                 Node::Object { .. } => 5,
                 Node::Ref(_) => 6,
                 Node::Any | Node::Union(_) => return None,
             };
-            if kinds.contains(&kind) {
+            // (equal branches: the Python translator keeps one, but its nodes may tell apart
+            // what the fast path's intern as one, e.g. number bounds printed alike)
+            if parts.contains(&id) || (kinds.contains(&kind) && kind != 4 && kind != 5) {
                 return None;
             }
             kinds.push(kind);
             parts.push(id);
         }
+        if !self.kept_apart(&parts) {
+            return None;
+        }
         if kinds.contains(&6) && kinds.iter().any(|&k| k != 6 && k != 0) {
+            return None;
+        }
+        if one
+            && parts.len() > 1
+            && (kinds.contains(&6) || (1..kinds.len()).any(|i| kinds[..i].contains(&kinds[i])))
+        {
             return None;
         }
         // (all six kinds: the Python translator may find it is any value and write that)
@@ -466,6 +551,72 @@ impl Builder {
             return Some(parts[0]);
         }
         Some(self.intern(Node::Union(parts)))
+    }
+
+    /// Whether the Python translator's union keeps every array and object branch of `parts`
+    /// (distinct nodes) as an alternative of its own, as the fast path does. It drops those an
+    /// unconstrained one of their kind subsumes (unless they carry annotations, which the fast
+    /// path does not read: such a union declines), and, among more than two objects, one that
+    /// another subsumes (`_ir._obj_subsumes`); that never happens when each object requires a
+    /// property that the other lacks, so other sets of objects decline.
+    fn kept_apart(&self, parts: &[NodeId]) -> bool {
+        let (mut arrays, mut objects) = (Vec::new(), Vec::new());
+        for &p in parts {
+            match &self.nodes[p as usize] {
+                Node::Array { .. } => arrays.push(self.unconstrained(p)),
+                Node::Object { required, .. } => objects.push((self.unconstrained(p), required)),
+                _ => {}
+            }
+        }
+        if (arrays.len() > 1 && arrays.contains(&true))
+            || (objects.len() > 1 && objects.iter().any(|o| o.0))
+        {
+            return false;
+        }
+        objects.len() <= 2
+            || objects.iter().enumerate().all(|(i, a)| {
+                objects.iter().enumerate().all(|(j, b)| {
+                    // (`b` subsumes `a` only if `a` requires all that `b` requires)
+                    i == j || b.1.iter().any(|k| !a.1.contains(k))
+                })
+            })
+    }
+
+    /// `Some` when the keywords of types other than `types` (which the Python translator ignores,
+    /// reading not even their values) are in the subset: their nodes are built, to decline what
+    /// the fast path does not read, and dropped. An `enum` or `const` without `string` declines
+    /// (no value, or values of other kinds).
+    fn other_types(&mut self, types: &[Type], kw: &Keywords<'_>, depth: usize) -> Option<()> {
+        let has = |t| types.contains(&t);
+        if kw.words.is_some() && !has(Type::String) {
+            return None;
+        }
+        if kw.strings() && !has(Type::String) {
+            self.typed(Type::String, kw, depth)?;
+        }
+        if kw.arrays() && !has(Type::Array) {
+            self.typed(Type::Array, kw, depth)?;
+        }
+        if kw.numeric() && !has(Type::Integer) && !has(Type::Number) {
+            self.typed(Type::Number, kw, depth)?;
+        }
+        if kw.objects() && !has(Type::Object) {
+            // (`required` names strings, not necessarily listed properties: of no object here)
+            if let Some(names) = kw.required {
+                let Json::Array(names) = names else {
+                    return None;
+                };
+                if !names.iter().all(|n| matches!(n, Json::Str(_))) {
+                    return None;
+                }
+            }
+            let others = Keywords {
+                required: None,
+                ..*kw
+            };
+            self.typed(Type::Object, &others, depth)?;
+        }
+        Some(())
     }
 
     /// The node of type `t` under the keywords that apply to it.
@@ -481,12 +632,25 @@ impl Builder {
                 (None, None) => Node::Number,
                 (lo, hi) => Node::Bounded(number_regex(lo, hi)?),
             },
-            Type::String => match kw.words {
-                None => string_lengths(kw.min_length, kw.max_length)?,
-                // (an enum with lengths: the Python translator intersects them)
-                Some(_) if kw.min_length.is_some() || kw.max_length.is_some() => return None,
-                Some(w) => plain_enum(w)?,
-            },
+            Type::String => {
+                let lengths = kw.min_length.is_some() || kw.max_length.is_some();
+                let format = format(kw.format)?;
+                // (lengths, an enum, a format and a pattern: the Python translator intersects
+                // any two of them)
+                let constraints = usize::from(lengths)
+                    + usize::from(kw.words.is_some())
+                    + usize::from(format.is_some())
+                    + usize::from(kw.pattern.is_some());
+                if constraints > 1 {
+                    return None;
+                }
+                match (kw.words, format, kw.pattern) {
+                    (Some(w), _, _) => plain_enum(w)?,
+                    (_, Some(f), _) => Node::Format(f),
+                    (_, _, Some(p)) => Node::Pattern(pattern_rule(p)?),
+                    _ => string_lengths(kw.min_length, kw.max_length)?,
+                }
+            }
             Type::Array => {
                 let item = match kw.items {
                     None => self.intern(Node::Any),
@@ -495,6 +659,14 @@ impl Builder {
                     }
                     Some(_) => return None,
                 };
+                // (ignored by the Python translator beside one `items` schema: read and dropped)
+                match kw.extra_items {
+                    None | Some(Json::Bool(_)) => {}
+                    Some(s @ Json::Object(_)) => {
+                        self.node(s, depth + 1, false)?;
+                    }
+                    Some(_) => return None,
+                }
                 let min = count(kw.min_items)?.unwrap_or(0);
                 let max = count(kw.max_items)?;
                 if max.is_some_and(|m| m < min) {
@@ -525,7 +697,7 @@ impl Builder {
                     Some(Json::Array(names)) => {
                         for n in names {
                             match n {
-                                Json::Str(s) if list.iter().any(|(k, _)| k == s) => {
+                                Json::Str(s) if plain_key(s) => {
                                     if req.contains(s) {
                                         return None;
                                     }
@@ -546,8 +718,18 @@ impl Builder {
                     }
                     Some(_) => return None,
                 };
+                // Required names not listed are named members after the listed ones, in their
+                // sorted order, of the other keys' value (`_emit.objects._obj_variants`); none
+                // when there are no other keys (no object: the Python translator reports it).
+                let listed = list.len();
+                for name in &req {
+                    if !list[..listed].iter().any(|(k, _)| k == name) {
+                        list.push((name.clone(), others?));
+                    }
+                }
                 Node::Object {
                     props: list,
+                    listed,
                     required: req,
                     others,
                 }
@@ -557,13 +739,18 @@ impl Builder {
 }
 
 /// The keywords of the subset a subschema has (`None`: absent).
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 struct Keywords<'a> {
     props: Option<&'a Json>,
     required: Option<&'a Json>,
     others: Option<&'a Json>,
     items: Option<&'a Json>,
-    words: Option<&'a Json>,
+    /// `additionalItems`: read beside an array of `items` only (which declines), else ignored.
+    extra_items: Option<&'a Json>,
+    /// `enum`'s values, or `const`'s one.
+    words: Option<&'a [Json]>,
+    format: Option<&'a str>,
+    pattern: Option<&'a str>,
     minimum: Option<&'a Json>,
     maximum: Option<&'a Json>,
     ex_minimum: Option<&'a Json>,
@@ -576,16 +763,12 @@ struct Keywords<'a> {
 
 impl Keywords<'_> {
     fn is_empty(&self) -> bool {
-        self.props.is_none()
-            && self.required.is_none()
-            && self.others.is_none()
-            && self.items.is_none()
-            && self.words.is_none()
+        self.words.is_none()
+            && self.format.is_none()
             && !self.numeric()
-            && self.min_items.is_none()
-            && self.max_items.is_none()
-            && self.min_length.is_none()
-            && self.max_length.is_none()
+            && !self.strings()
+            && !self.arrays()
+            && !self.objects()
     }
 
     /// Whether a keyword of numbers is present.
@@ -612,17 +795,19 @@ impl Keywords<'_> {
         Some((lo, hi))
     }
 
-    /// Whether every keyword present applies to one of `types` (a keyword of another type
-    /// declines; the Python translator would ignore it).
-    fn only_for(&self, types: &[Type]) -> bool {
-        let has = |t| types.contains(&t);
-        ((self.words.is_none() && self.min_length.is_none() && self.max_length.is_none())
-            || has(Type::String))
-            && ((self.items.is_none() && self.min_items.is_none() && self.max_items.is_none())
-                || has(Type::Array))
-            && (!self.numeric() || has(Type::Integer) || has(Type::Number))
-            && ((self.props.is_none() && self.required.is_none() && self.others.is_none())
-                || has(Type::Object))
+    fn strings(&self) -> bool {
+        self.min_length.is_some() || self.max_length.is_some() || self.pattern.is_some()
+    }
+
+    fn arrays(&self) -> bool {
+        self.items.is_some()
+            || self.extra_items.is_some()
+            || self.min_items.is_some()
+            || self.max_items.is_some()
+    }
+
+    fn objects(&self) -> bool {
+        self.props.is_some() || self.required.is_some() || self.others.is_some()
     }
 }
 
@@ -651,6 +836,16 @@ fn string_lengths(min: Option<&Json>, max: Option<&Json>) -> Option<Node> {
         _ => Some(Node::StrLen { min, max }),
     }
 }
+
+/// The types of a value without a `type` (an integer is a number).
+const ALL_TYPES: [Type; 6] = [
+    Type::Null,
+    Type::Boolean,
+    Type::Number,
+    Type::String,
+    Type::Array,
+    Type::Object,
+];
 
 /// A JSON Schema type name.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -691,12 +886,25 @@ impl Type {
     }
 }
 
+/// The format of a string: `Some(None)` when absent or unknown (an annotation: the Python
+/// translator ignores it), its index in [`FORMATS`] when the fast path prints it, `None` for the
+/// formats it leaves to Python (`regex`, and the IRIs, whose terminals the translator splits).
+fn format(name: Option<&str>) -> Option<Option<u8>> {
+    let Some(name) = name else {
+        return Some(None);
+    };
+    if let Some(i) = FORMATS.iter().position(|(f, _)| *f == name) {
+        return u8::try_from(i).ok().map(Some);
+    }
+    match name {
+        "regex" | "iri" | "iri-reference" => None,
+        _ => Some(None),
+    }
+}
+
 /// A string enum: its distinct words in schema order and their regex ([`enum_regex`]); `None`
 /// for other values, or words the fast path does not print.
-fn plain_enum(v: &Json) -> Option<Node> {
-    let Json::Array(values) = v else {
-        return None;
-    };
+fn plain_enum(values: &[Json]) -> Option<Node> {
     let mut words: Vec<String> = Vec::new();
     for w in values {
         let Json::Str(s) = w else {

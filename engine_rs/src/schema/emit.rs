@@ -8,6 +8,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::common_shape::{Node, NodeId, Nodes, MAX_MEMBERS};
+use super::formats::FORMATS;
 use super::numbers::quant;
 use crate::dfa::{JSON_CHAR, JSON_INTEGER, JSON_NUMBER};
 
@@ -238,6 +239,8 @@ impl<'a> Emitter<'a> {
             Node::String => self.generic_string(),
             Node::StrLen { min, max } => self.bounded_string(*min, *max),
             Node::Enum { regex, .. } => self.terminal(regex, "str"),
+            Node::Format(f) => self.shared_rule(vec![t(FORMATS[*f as usize].1)], "str"),
+            Node::Pattern(rule) => self.shared_rule(vec![t(rule)], "str"),
             Node::Array { item, min, max } => {
                 let (item, min, max) = (*item, *min, *max);
                 let name = self.fresh("array");
@@ -259,6 +262,7 @@ impl<'a> Emitter<'a> {
                 props,
                 required,
                 others,
+                ..
             } => self.object(id, props, required, *others),
         };
         if matches!(node, Node::Array { .. } | Node::Object { .. }) {

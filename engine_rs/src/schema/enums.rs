@@ -2,8 +2,10 @@
 //! alternation with one-character words merged into a class in front, common prefixes factored
 //! out (`_json_text.factor`), the JSON quotes around it.
 //!
-//! Only words JSON spells one way (printable ASCII but `"`, `\` and `/`) take this path, so a
-//! word's regex is its characters; the others decline.
+//! Only words of printable ASCII but `"` and `\` take this path. JSON spells those characters
+//! one way but `/`, which may be `\/` too: as `_json_text.encode_json` does, a set of
+//! characters holding `/` becomes the alternation of the set and `\/` once the strings are
+//! factored. Other words decline.
 
 /// A regex over ASCII characters, as the Python translator's `_regex` builds it.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -16,6 +18,8 @@ enum Re {
     Opt(Box<Re>),
     /// The empty string.
     Eps,
+    /// `\/`, JSON's escape of a slash (`rx.cat` of the backslash and the slash).
+    Escaped,
 }
 
 fn cat(items: Vec<Re>) -> Re {
@@ -80,6 +84,18 @@ fn alt(items: Vec<Re>) -> Re {
     }
 }
 
+/// `_json_text.encode_json` of a factored regex of strings: a set holding `/` as the set or
+/// `\/`, rebuilt with the constructors.
+fn encode(node: Re) -> Re {
+    match node {
+        Re::Set(cs) if cs.contains(&b'/') => alt(vec![Re::Set(cs), Re::Escaped]),
+        Re::Cat(xs) => cat(xs.into_iter().map(encode).collect()),
+        Re::Alt(xs) => alt(xs.into_iter().map(encode).collect()),
+        Re::Opt(x) => Re::Opt(Box::new(encode(*x))),
+        x => x,
+    }
+}
+
 /// `_json_text.factor`: common prefixes of the alternatives factored out.
 fn factor(node: Re) -> Re {
     match node {
@@ -137,7 +153,7 @@ fn char_text(c: u8, in_class: bool, out: &mut String) {
 
 /// `_json_text._set_text` for a set of printable ASCII characters (never printed negated: its
 /// complement has more ranges).
-fn set_text(cs: &[u8], out: &mut String) {
+pub(super) fn set_text(cs: &[u8], out: &mut String) {
     if let [c] = cs {
         char_text(*c, false, out);
         return;
@@ -207,6 +223,7 @@ fn print(n: &Re) -> (Kind, String, usize, usize) {
             (Kind::Rep, text + "?", s, d + 1)
         }
         Re::Eps => (Kind::Cat, String::new(), 0, 0),
+        Re::Escaped => (Kind::Cat, "\\x5C/".to_owned(), 2, 1),
     }
 }
 
@@ -216,21 +233,22 @@ const MAX_STATES: usize = 2_000;
 const MAX_DEPTH: usize = 64;
 
 /// The regex (without the `#"…"`) of a JSON string that is one of `words` (distinct, in schema
-/// order), or `None` when a word is empty or has a character outside printable ASCII but `"`,
-/// `\` and `/`, or the regex would be large.
+/// order), or `None` when a word is empty or has a character outside printable ASCII but `"`
+/// and `\`, or the regex would be large. (The states and depth are `_plain_walk`'s, and for
+/// words with `/`, `regex_rules.metrics`'s: the same sums.)
 pub(super) fn enum_regex(words: &[String]) -> Option<String> {
     let mut items = Vec::with_capacity(words.len());
     for w in words {
         if w.is_empty()
             || !w
                 .bytes()
-                .all(|b| (b' '..=b'~').contains(&b) && !matches!(b, b'"' | b'\\' | b'/'))
+                .all(|b| (b' '..=b'~').contains(&b) && !matches!(b, b'"' | b'\\'))
         {
             return None;
         }
         items.push(cat(w.bytes().map(|b| Re::Set(vec![b])).collect()));
     }
-    let (kind, text, states, depth) = print(&factor(alt(items)));
+    let (kind, text, states, depth) = print(&encode(factor(alt(items))));
     if states + 2 > MAX_STATES || depth + 1 > MAX_DEPTH {
         return None;
     }

@@ -20,7 +20,9 @@ mod emit;
 pub use emit::FIXED_NAMES;
 mod common_shape;
 mod enums;
+mod formats;
 mod numbers;
+mod patterns;
 
 pub use common_shape::{Json, ASSERTING};
 

@@ -181,14 +181,21 @@ fn rep(node: Node, lo: u64, hi: Option<u64>) -> Node {
     Rc::new(Rx::Rep(node, lo, hi))
 }
 
-/// `rx._merge_counts`: `(x{a,b}){c,d}` as `x{lo,hi}` when the counts form one interval.
-fn merge_counts(a: u64, b: Option<u64>, c: u64, d: Option<u64>) -> Option<(u64, Option<u64>)> {
+/// `rx._merge_counts`: `(x{a,b}){c,d}` as `x{lo,hi}` when the counts form one interval
+/// (`b >= a`). Products saturate: a count that large is past every budget of its users.
+pub(super) fn merge_counts(
+    a: u64,
+    b: Option<u64>,
+    c: u64,
+    d: Option<u64>,
+) -> Option<(u64, Option<u64>)> {
     if b == Some(a) {
         if a == 1 {
             return Some((c, d));
         }
         if d == Some(c) {
-            return Some((a * c, Some(a * c)));
+            let n = a.saturating_mul(c);
+            return Some((n, Some(n)));
         }
         return None;
     }
@@ -200,11 +207,14 @@ fn merge_counts(a: u64, b: Option<u64>, c: u64, d: Option<u64>) -> Option<(u64, 
         return None;
     }
     if let Some(b) = b {
-        if n0 * (b - a) < a.saturating_sub(1) && d.is_none_or(|d| d > n0) {
+        if n0.saturating_mul(b - a) < a.saturating_sub(1) && d.is_none_or(|d| d > n0) {
             return None;
         }
     }
-    Some((c * a, d.and_then(|d| b.map(|b| d * b))))
+    Some((
+        c.saturating_mul(a),
+        d.zip(b).map(|(d, b)| d.saturating_mul(b)),
+    ))
 }
 
 /// `nm.int_range`: numerals without leading zeros of the values in `[lo, hi]` (`lo >= 0`).

@@ -1,3 +1,4 @@
+use super::formats;
 use super::*;
 
 fn obj(members: &[(&str, Json)]) -> Json {
@@ -52,8 +53,11 @@ fn objects_chain_their_members_and_share_equal_subschemas() {
 #[test]
 fn other_shapes_decline() {
     let declined = [
-        obj(&[("type", s("string")), ("pattern", s("a+"))]),
-        obj(&[("type", s("string")), ("enum", Json::Array(vec![s("a/b")]))]),
+        obj(&[("type", s("string")), ("pattern", s("^a+"))]),
+        obj(&[
+            ("type", s("string")),
+            ("enum", Json::Array(vec![s("a\\b")])),
+        ]),
         obj(&[
             ("type", s("string")),
             ("enum", Json::Array(vec![s("a"), s("")])),
@@ -78,6 +82,7 @@ fn other_shapes_decline() {
         obj(&[
             ("type", s("object")),
             ("required", Json::Array(vec![s("missing")])),
+            ("additionalProperties", Json::Bool(false)),
         ]),
         obj(&[("properties", obj(&[]))]),
         obj(&[
@@ -136,6 +141,13 @@ fn enums_are_factored_as_the_python_translator_does() {
     assert_eq!(enum_of(&["ab", "abc"]), r##"#"\x22abc?\x22";"##);
     assert_eq!(enum_of(&["a.b", "a-c"]), r##"#"\x22a(?:\.b|\-c)\x22";"##);
     assert_eq!(enum_of(&["a", "b", "c", "e"]), r##"#"\x22[a-ce]\x22";"##);
+    // (a slash is `/` or `\/` in JSON: a set holding it, or it alone, becomes an alternation)
+    assert_eq!(enum_of(&["a/", "ab"]), r##"#"\x22a(?:[/b]|\x5C/)\x22";"##);
+    assert_eq!(enum_of(&["a", "/"]), r##"#"\x22(?:[/a]|\x5C/)\x22";"##);
+    assert_eq!(
+        enum_of(&["x/y", "x/z", "q"]),
+        r##"#"\x22(?:q|x(?:/|\x5C/)[yz])\x22";"##
+    );
 }
 
 #[test]
@@ -289,4 +301,236 @@ fn ids_without_references_change_nothing() {
     ]);
     let text = translate(&plain, None).expect("common shape");
     assert_eq!(translate(&with_ids, None), Some(text));
+}
+
+#[test]
+fn formats_print_their_table_rule_and_share_it() {
+    let date = obj(&[("type", s("string")), ("format", s("date"))]);
+    let schema = obj(&[
+        ("type", s("object")),
+        ("properties", obj(&[("a", date.clone()), ("b", date)])),
+    ]);
+    let text = translate(&schema, None).unwrap();
+    let rule = format!("str ::= {};\n", formats::FORMATS[0].1);
+    assert_eq!(formats::FORMATS[0].0, "date");
+    assert!(text.contains(&rule), "{text}");
+    assert_eq!(text.matches("str ::=").count(), 1, "{text}");
+    // Unknown formats are annotations; formats of other types are ignored.
+    let unknown = obj(&[("type", s("string")), ("format", s("int32"))]);
+    let plain = obj(&[("type", s("string"))]);
+    assert_eq!(translate(&unknown, None), translate(&plain, None));
+    let integer = obj(&[("type", s("integer")), ("format", s("date"))]);
+    let plain = obj(&[("type", s("integer"))]);
+    assert_eq!(translate(&integer, None), translate(&plain, None));
+    for declined in [
+        obj(&[("type", s("string")), ("format", s("regex"))]),
+        obj(&[("type", s("string")), ("format", s("iri"))]),
+        obj(&[("format", s("int32"))]),
+        obj(&[
+            ("type", s("string")),
+            ("format", s("date")),
+            ("maxLength", Json::Number(Some(10))),
+        ]),
+        obj(&[("type", s("integer")), ("format", Json::Number(Some(3)))]),
+    ] {
+        assert_eq!(translate(&declined, None), None, "{declined:?}");
+    }
+}
+
+#[test]
+fn a_string_const_is_a_one_word_enum() {
+    let constant = obj(&[("const", s("x"))]);
+    let one = obj(&[("enum", Json::Array(vec![s("x")]))]);
+    assert!(translate(&constant, None).is_some());
+    assert_eq!(translate(&constant, None), translate(&one, None));
+    let draft4 = obj(&[
+        ("$schema", s("http://json-schema.org/draft-04/schema#")),
+        ("const", s("x")),
+    ]);
+    let both = obj(&[("const", s("x")), ("enum", Json::Array(vec![s("x")]))]);
+    for declined in [draft4, both, obj(&[("const", Json::Null)])] {
+        assert_eq!(translate(&declined, None), None, "{declined:?}");
+    }
+}
+
+#[test]
+fn any_of_keeps_objects_that_require_apart() {
+    let branch = |name: &str, required: bool| {
+        let mut members = vec![
+            ("type", s("object")),
+            ("properties", obj(&[(name, obj(&[("type", s("integer"))]))])),
+        ];
+        if required {
+            members.push(("required", Json::Array(vec![s(name)])));
+        }
+        obj(&members)
+    };
+    let any_of = |branches: Vec<Json>| obj(&[("anyOf", Json::Array(branches))]);
+    let text = translate(
+        &any_of(vec![
+            branch("a", true),
+            branch("b", true),
+            branch("c", true),
+        ]),
+        None,
+    )
+    .unwrap();
+    assert!(
+        text.contains("any_of ::= object | object_1 | object_2;\n"),
+        "{text}"
+    );
+    // (two objects are never compared; three may subsume one another)
+    assert!(translate(&any_of(vec![branch("a", false), branch("b", false)]), None).is_some());
+    for declined in [
+        any_of(vec![
+            branch("a", false),
+            branch("b", true),
+            branch("c", true),
+        ]),
+        any_of(vec![branch("a", true), obj(&[("type", s("object"))])]),
+        any_of(vec![branch("a", true), branch("a", true)]),
+    ] {
+        assert_eq!(translate(&declined, None), None, "{declined:?}");
+    }
+}
+
+#[test]
+fn keywords_of_other_types_are_read_and_ignored() {
+    let with_items = obj(&[
+        ("type", s("object")),
+        ("items", obj(&[("type", s("string"))])),
+    ]);
+    let plain = obj(&[("type", s("object"))]);
+    assert!(translate(&with_items, None).is_some());
+    assert_eq!(translate(&with_items, None), translate(&plain, None));
+    let required = obj(&[
+        ("type", s("array")),
+        ("required", Json::Array(vec![s("unlisted")])),
+    ]);
+    assert_eq!(
+        translate(&required, None),
+        translate(&obj(&[("type", s("array"))]), None)
+    );
+    // Without a type: every type, each under its keywords; any value when none constrains.
+    let untyped = translate(&obj(&[("minLength", Json::Number(Some(2)))]), None).unwrap();
+    assert!(
+        untyped.contains("any_of ::= 'null' | boolean | number | str | array | object;\n"),
+        "{untyped}"
+    );
+    let any = obj(&[("items", obj(&[]))]);
+    assert_eq!(translate(&any, None), None);
+    // (`additionalItems` beside one `items` schema: no effect)
+    let extra = obj(&[
+        ("type", s("array")),
+        ("items", obj(&[("type", s("string"))])),
+        ("additionalItems", Json::Bool(false)),
+    ]);
+    let items = obj(&[
+        ("type", s("array")),
+        ("items", obj(&[("type", s("string"))])),
+    ]);
+    assert!(translate(&extra, None).is_some());
+    assert_eq!(translate(&extra, None), translate(&items, None));
+    let bad_items = obj(&[
+        ("type", s("object")),
+        ("items", obj(&[("pattern", s("a"))])),
+    ]);
+    assert_eq!(translate(&bad_items, None), None);
+}
+
+#[test]
+fn anchored_patterns_print_the_python_translators_regex() {
+    let rule = |p: &str| {
+        let text = translate(&obj(&[("type", s("string")), ("pattern", s(p))]), None)?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("str ::= "))
+            .map(|l| l.trim_end_matches(';').to_owned())
+    };
+    assert_eq!(
+        rule("^[a-zA-Z0-9_]+$").unwrap(),
+        r##"#"\x22[0-9A-Z_a-z]+\x22""##
+    );
+    assert_eq!(
+        rule("^([a-z])([a-z0-9-])*$").unwrap(),
+        r##"#"\x22[a-z][\-0-9a-z]*\x22""##
+    );
+    // (nested counts merge; a counted character past 8 is the engine's `json_len!`)
+    assert_eq!(rule("^(a?){2,5}$").unwrap(), r##"#"\x22a{0,5}\x22""##);
+    assert_eq!(
+        rule("^((ab){2})+$").unwrap(),
+        r##"#"\x22(?:(?:ab){2})+\x22""##
+    );
+    assert_eq!(
+        rule(r"^[A-Fa-f\d]{24}$").unwrap(),
+        r##"'"' json_len!(#"[0-9A-Fa-f]*", 24, 24) '"'"##
+    );
+    assert_eq!(
+        rule("^x{9}y{9}$").unwrap(),
+        r##"'"' json_len!(#"x*y{9}", 18, 18) '"'"##
+    );
+    for declined in [
+        "a+",
+        "^(a|b)$",
+        "^a.b$",
+        r"^\/$",
+        "^[^a]$",
+        r"^\s$",
+        "^{1}$",
+        "^a**$",
+        "^a{3,2}$",
+        "^[]$",
+        "^()$",
+        "^a{2000000}$",
+    ] {
+        assert_eq!(rule(declined), None, "{declined}");
+    }
+}
+
+#[test]
+fn required_names_not_listed_are_members_of_the_other_keys_value() {
+    let schema = |props: Vec<(&str, Json)>| {
+        obj(&[
+            ("type", s("object")),
+            ("properties", obj(&props)),
+            ("required", Json::Array(vec![s("z"), s("a"), s("b")])),
+        ])
+    };
+    let unlisted = schema(vec![("a", obj(&[("type", s("string"))]))]);
+    let listed = schema(vec![
+        ("a", obj(&[("type", s("string"))])),
+        ("b", obj(&[])),
+        ("z", obj(&[])),
+    ]);
+    assert!(translate(&unlisted, None).is_some());
+    assert_eq!(translate(&unlisted, None), translate(&listed, None));
+    // (the two are different objects for the Python translator: two rules)
+    let both = obj(&[
+        ("type", s("object")),
+        ("properties", obj(&[("x", unlisted), ("y", listed)])),
+    ]);
+    let text = translate(&both, None).unwrap();
+    assert!(
+        text.contains("object_1 ::=") && text.contains("object_2 ::="),
+        "{text}"
+    );
+}
+
+#[test]
+fn one_of_branches_of_different_kinds_is_their_any_of() {
+    let branches = Json::Array(vec![
+        obj(&[("type", s("string"))]),
+        obj(&[("type", s("integer"))]),
+    ]);
+    let one = obj(&[("oneOf", branches.clone())]);
+    let any = obj(&[("anyOf", branches)]);
+    assert!(translate(&one, None).is_some());
+    assert_eq!(translate(&one, None), translate(&any, None));
+    let objects = obj(&[(
+        "oneOf",
+        Json::Array(vec![
+            obj(&[("type", s("object"))]),
+            obj(&[("type", s("object")), ("required", Json::Array(vec![]))]),
+        ]),
+    )]);
+    assert_eq!(translate(&objects, None), None);
 }
