@@ -289,6 +289,7 @@ class _Emitter:
         self._embedded: dict[str | bytes, str] = {}  # key of a schema/grammar -> its start rule
         self._shared = SharedRules()  # the rules of embedded grammars, each written once
         self._stops: dict[tuple[str, ...], str] = {}  # exclusion set -> its rule
+        self._ends_text: dict[tuple[str, ...], str] = {}  # a tag's ends -> their KBNF
         self._count = 0
 
     def run(self, fmt: Format) -> str:
@@ -352,7 +353,9 @@ class _Emitter:
         """The tag's rule; ``skip``: bytes of its begin already written (a trigger)."""
         ends = _ends(tag, path)
         content = self._emit(tag.content, ends, path + "/content")
-        end = "(" + " | ".join(literal(e) for e in ends) + ")"
+        end = self._ends_text.get(ends)
+        if end is None:  # (tags of one kind share their ends)
+            end = self._ends_text[ends] = "(" + " | ".join(literal(e) for e in ends) + ")"
         return self._rule(f"{literal(tag.begin[skip:])} {content} {end}")
 
     def _triggered(self, fmt: TriggeredTags, follow: tuple[str, ...], path: str) -> str:
