@@ -19,7 +19,9 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
-use super::{explore_rows, product_classes, ByteSet, Dfa, DfaError, StateIds, StateIndex, DEAD};
+use super::{
+    explore_rows, product_classes, split_out, ByteSet, Dfa, DfaError, StateIds, StateIndex, DEAD,
+};
 
 /// The rest of a JSON string after its opening quote: characters in every spelling JSON allows
 /// (raw, short escapes, `\uXXXX` in either case, surrogate pairs; lone surrogates refused), then
@@ -507,44 +509,45 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
 /// body state by the body's class alone), and one representative byte per class.
 ///
 /// Within one body class a trie state tells bytes apart only by the character they spell or
-/// begin: a byte of the words (a child's byte, raw; not a control character's); a short escape `\\b \\f \\n \\r \\t` whose
-/// character occurs in the words (`\\" \\\\ \\/` spell themselves, their bytes are then bytes of
-/// the words); a hex digit by its value (`\\u` escapes, either case). Any other byte leaves the
-/// trie, as the body steps.
+/// begin: a byte of the words (a child's byte, raw; not a control character's); a short escape
+/// `\b \f \n \r \t` whose character occurs in the words (`\" \\ \/` spell themselves, their bytes
+/// are then bytes of the words); a hex digit by its value (`\u` escapes, either case). Any other
+/// byte leaves the trie, as the body steps.
 fn classes_for(words: &[String], body: &Dfa) -> ([u8; 256], Vec<u8>) {
-    let mut raw = ByteSet::EMPTY;
+    // The body's classes with hex digits apart by value: the same for all words.
+    static BY_HEX_VALUE: OnceLock<[u8; 256]> = OnceLock::new();
+    let base = BY_HEX_VALUE.get_or_init(|| {
+        product_classes(|b| {
+            let value = (b as char).to_digit(16).map_or(0, |v| v + 1);
+            (body.classes[b as usize], value)
+        })
+        .0
+    });
+    let mut singles = ByteSet::EMPTY;
     let mut chars = ByteSet::EMPTY; // (the ASCII characters of the words)
     for w in words {
         for b in w.bytes() {
             // (a control character is only ever escaped: its raw byte ends every string)
             if b >= 0x20 {
-                raw.insert(b);
+                singles.insert(b);
             }
             if b.is_ascii() {
                 chars.insert(b);
             }
         }
     }
-    let key = |b: u8| -> u32 {
-        let escaped = match b {
-            b'b' => Some(0x08),
-            b'f' => Some(0x0C),
-            b'n' => Some(0x0A),
-            b'r' => Some(0x0D),
-            b't' => Some(0x09),
-            _ => None,
-        };
-        if raw.contains(b) {
-            0x100 | u32::from(b)
-        } else if escaped.is_some_and(|c| chars.contains(c)) {
-            0x200 | u32::from(b)
-        } else if let Some(v) = (b as char).to_digit(16) {
-            0x300 | v
-        } else {
-            0
+    for (letter, c) in [
+        (b'b', 0x08),
+        (b'f', 0x0C),
+        (b'n', 0x0A),
+        (b'r', 0x0D),
+        (b't', 0x09),
+    ] {
+        if chars.contains(c) {
+            singles.insert(letter);
         }
-    };
-    product_classes(|b| (body.classes[b as usize], key(b)))
+    }
+    split_out(base, &singles)
 }
 
 /// Each explored state's distance to acceptance (`u32::MAX`: none, and for the dead state 0),
