@@ -231,6 +231,9 @@ fn disjoint_union(parts: &[Part<'_>], budget: &mut CombineBudget) -> Option<Resu
     let mut queue: Vec<(u32, u32)> = vec![(u32::MAX, 0)];
     let mut trans = vec![DEAD; 2 * stride];
     let mut accept = vec![false, accepts_empty];
+    // Distances to acceptance, as the construction knows them: a part state's is the part's
+    // (every part state is co-reachable, the parts being pruned), the start's is set below.
+    let mut dist = vec![u32::MAX, u32::MAX];
     let per_state = stride * 4 + 40;
     let mut k = 1;
     while k <= queue.len() {
@@ -277,20 +280,32 @@ fn disjoint_union(parts: &[Part<'_>], budget: &mut CombineBudget) -> Option<Resu
                 });
                 trans.extend(std::iter::repeat_n(DEAD, stride));
                 accept.push(is_sink || p.is_accept(t));
+                dist.push(if is_sink { 0 } else { p.min_to_accept(t) });
             }
             trans[k * stride + c] = *slot;
         }
         k += 1;
     }
-    // Each state is one (minimal) part's state: not minimized again (measured: it would cost
-    // twice the construction to merge the few states that different parts' tails share).
-    Some(Ok(Explored {
+    dist[1] = if accepts_empty {
+        0
+    } else {
+        let first = trans[stride..2 * stride].iter().filter(|&&t| t != DEAD);
+        first
+            .map(|&t| dist[t as usize])
+            .min()
+            .map_or(u32::MAX, |d| d + 1)
+    };
+    let explored = Explored {
         stride,
         trans,
         accept,
         reps,
-    }
-    .finish_as_explored(classes)))
+    };
+    #[cfg(test)]
+    assert_eq!(dist, explored.distances(), "the reverse search's");
+    // Each state is one (minimal) part's state: not minimized again (measured: it would cost
+    // twice the construction to merge the few states that different parts' tails share).
+    Some(Ok(explored.finish_as_explored_with_distances(classes, dist)))
 }
 
 /// Budget for building one automaton out of others ([`Dfa::concat`], [`Dfa::union`]).
@@ -346,6 +361,15 @@ impl Part<'_> {
         match self {
             Part::Dfa(d) => d.can_continue(s),
             Part::Lit(l) => (s as usize - 1) < l.len(),
+        }
+    }
+    /// Fewest further bytes from live state `s` to acceptance (for a length-counted DFA only
+    /// a lower bound, see [`Dfa::min_to_accept`]).
+    #[inline]
+    pub(super) fn min_to_accept(&self, s: u32) -> u32 {
+        match self {
+            Part::Dfa(d) => d.min_to_accept(s),
+            Part::Lit(l) => (l.len() + 1 - s as usize) as u32,
         }
     }
     /// One more than the largest state id (`DEAD` included): the size of a per-state table.
