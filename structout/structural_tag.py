@@ -253,7 +253,7 @@ def structural_tag(fmt: Format | Mapping[str, Any] | str, **options: Any) -> KBN
 def _default_schema_translator(options: dict[str, Any] | None = None) -> Callable[[Any], str]:
     from structout.compiling import schema_translator
 
-    return schema_translator(_default_options() if options is None else options)
+    return schema_translator(dict(_default_option_items()) if options is None else options)
 
 
 @functools.lru_cache(maxsize=8)
@@ -266,10 +266,12 @@ def _common_shape_option(options: tuple[tuple[str, Any], ...]) -> tuple[int | No
     return (checked.max_number_length or None,) if checked.common_shape_applies() else None
 
 
-def _default_options() -> dict[str, Any]:
+@functools.lru_cache(maxsize=1)
+def _default_option_items() -> tuple[tuple[str, Any], ...]:
+    """The default :class:`structout.Limits`' translator options (constants: read once)."""
     from structout.limits import Limits
 
-    return dict(Limits().translator_options())
+    return tuple(Limits().translator_options().items())
 
 
 class _Emitter:
@@ -281,14 +283,17 @@ class _Emitter:
         when there is one, so those go to the engine directly (``_common``: the options it
         takes; the cache only keeps texts)."""
         self._translate_schema = translate_schema
-        self._options = _default_options() if translate_schema is None else None
+        self._options: dict[str, Any] | None = None
         self._common = None
-        if self._options is not None:
-            self._common = _common_shape_option(tuple(self._options.items()))
+        if translate_schema is None:
+            items = _default_option_items()
+            self._options = dict(items)
+            self._common = _common_shape_option(items)
         self._rules: list[str] = []
         self._embedded: dict[str | bytes, str] = {}  # key of a schema/grammar -> its start rule
         self._shared = SharedRules()  # the rules of embedded grammars, each written once
         self._stops: dict[tuple[str, ...], str] = {}  # exclusion set -> its rule
+        self._ends_text: dict[tuple[str, ...], str] = {}  # a tag's ends -> their KBNF
         self._count = 0
 
     def run(self, fmt: Format) -> str:
@@ -352,7 +357,9 @@ class _Emitter:
         """The tag's rule; ``skip``: bytes of its begin already written (a trigger)."""
         ends = _ends(tag, path)
         content = self._emit(tag.content, ends, path + "/content")
-        end = "(" + " | ".join(literal(e) for e in ends) + ")"
+        end = self._ends_text.get(ends)
+        if end is None:  # (tags of one kind share their ends)
+            end = self._ends_text[ends] = "(" + " | ".join(literal(e) for e in ends) + ")"
         return self._rule(f"{literal(tag.begin[skip:])} {content} {end}")
 
     def _triggered(self, fmt: TriggeredTags, follow: tuple[str, ...], path: str) -> str:
@@ -632,7 +639,7 @@ def _legacy(spec: Mapping[str, Any]) -> Format:
 
 
 def _format(node: Any, at: str) -> Format:
-    if not isinstance(node, Mapping):
+    if type(node) is not dict and not isinstance(node, Mapping):  # (dict: no ABC check)
         raise SchemaError("a format must be a JSON object", at)
     kind = node.get("type")
     if kind in _TOKEN_FORMATS:
@@ -656,9 +663,9 @@ def _format(node: Any, at: str) -> Format:
                     f"'{key}' is not supported in a json_schema format", at + "/" + key
                 )
         schema = node.get("json_schema")
-        if not isinstance(schema, (Mapping, bool)):
+        if type(schema) is not dict and not isinstance(schema, (Mapping, bool)):
             raise SchemaError("'json_schema' must be an object or a boolean", at + "/json_schema")
-        return JsonSchema(dict(schema) if isinstance(schema, Mapping) else schema)
+        return JsonSchema(schema if type(schema) is dict else _plain(schema))
     if kind == "any_text":
         if node.get("max_tokens") is not None:
             raise SchemaError(
@@ -725,6 +732,11 @@ def _format(node: Any, at: str) -> Format:
     raise SchemaError(f"unknown structural-tag format type {kind!r}", at + "/type")
 
 
+def _plain(schema: Any) -> Any:
+    """A schema as the translator reads it: a mapping as a dict (a bool as it is)."""
+    return dict(schema) if isinstance(schema, Mapping) else schema
+
+
 def _grammar_text(text: str, at: str) -> str:
     """XGrammar's ``grammar`` format carries EBNF (GBNF-like, root rule ``root``): translated to
     KBNF where the dialect is recognized."""
@@ -737,10 +749,12 @@ def _grammar_text(text: str, at: str) -> str:
 
 
 def _tag(node: Any, at: str) -> Tag:
-    if not isinstance(node, Mapping) or node.get("type", "tag") != "tag":
+    if (type(node) is not dict and not isinstance(node, Mapping)) or node.get(
+        "type", "tag"
+    ) != "tag":
         raise SchemaError("expected a 'tag' format", at)
     begin = node.get("begin")
-    if isinstance(begin, Mapping):
+    if type(begin) is not str and isinstance(begin, Mapping):
         raise SchemaError(
             "a tag's begin must be a string (token begins are not supported)", at + "/begin"
         )
@@ -760,7 +774,7 @@ def _tags(nodes: Any, at: str) -> tuple[Tag, ...]:
 def _end(value: Any, at: str) -> str | tuple[str, ...]:
     if isinstance(value, list):
         return _strings(value, at + "/end")
-    if isinstance(value, Mapping):
+    if type(value) is not str and isinstance(value, Mapping):
         raise SchemaError("a tag's end must be a string or a list of strings", at + "/end")
     return _string(value, at + "/end")
 

@@ -59,6 +59,18 @@ def test_literal_is_exact(text: str) -> None:
     assert not g.accepts(text.encode() + b"x")
 
 
+def test_literal_shortcut_writes_what_the_table_writes() -> None:
+    # Texts without a rare control character take a chain of replacements: byte for byte the
+    # literal the translation table writes.
+    from structout.kbnf_text import _LITERAL_TABLE
+
+    rng = random.Random(5)
+    alphabet = [chr(c) for c in range(0x90)] + ["é", "€", "😀"]
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        assert literal(text) == "'" + text.translate(_LITERAL_TABLE) + "'", repr(text)
+
+
 @pytest.mark.parametrize(
     ("pattern", "yes", "no"),
     [

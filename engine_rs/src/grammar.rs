@@ -27,6 +27,8 @@ impl Grammar {
             .iter()
             .find(|r| r.name == options.start)
             .map_or(Span::default(), |r| r.name_span);
+        // (freed before normalizing, whose allocations then reuse its memory, still in cache)
+        drop(ast);
         let start_nullable =
             normalize::normalize(&mut bnf, options).map_err(|mut d: Diagnostic| {
                 if d.span == Span::default() {

@@ -74,13 +74,29 @@ fn literals_around(
             return None;
         }
     }
-    let (mut lit_bytes, p, m) = (ByteSet::EMPTY, prefix.len(), suffix.len());
-    prefix
-        .iter()
-        .chain(&suffix)
-        .for_each(|&b| lit_bytes.insert(b));
-    let (classes, reps) = super::split_out(&d.classes, &lit_bytes);
-    let stride = reps.len();
+    let (p, m) = (prefix.len(), suffix.len());
+    // Classes: X's, with each byte of the literals that shares its class in X with other bytes
+    // split out into a class of its own, numbered after X's (so X's rows are copied column for
+    // column, then one column per split byte); a class of literal bytes alone keeps one of them
+    // (no class is left empty).
+    let old_stride = d.stride as usize;
+    let mut classes = d.classes;
+    let mut bytes_in = [0u16; 256];
+    for &c in &d.classes {
+        bytes_in[c as usize] += 1;
+    }
+    let mut split_from: Vec<u8> = Vec::new(); // X's class of each new class
+    let mut seen = ByteSet::EMPTY;
+    for &b in prefix.iter().chain(&suffix) {
+        let c = d.classes[b as usize];
+        if !seen.contains(b) && bytes_in[c as usize] > 1 {
+            bytes_in[c as usize] -= 1;
+            classes[b as usize] = (old_stride + split_from.len()) as u8;
+            split_from.push(c);
+        }
+        seen.insert(b);
+    }
+    let stride = old_stride + split_from.len();
     // Ids: 0 dead; 1..=p the prefix (`k` bytes read: id k + 1, the last one leading into X);
     // X's state s at p + s; the suffix after k >= 1 bytes at p + n - 1 + k.
     let states = 1 + p + (n - 1) + m;
@@ -98,35 +114,30 @@ fn literals_around(
     budget.steps -= work;
     let x = |s: u32| if s == DEAD { DEAD } else { (p as u32) + s };
     let chain_end = (p + n - 1 + m) as u32;
-    let mut trans = vec![DEAD; states * stride];
-    let mut accept = vec![false; states];
+    // Rows in id order: the dead state's and the prefix's, X's, the suffix's.
+    let mut trans = Vec::with_capacity(states * stride);
+    trans.resize((1 + p) * stride, DEAD);
     for k in 0..p {
         let next = if k + 1 < p { k as u32 + 2 } else { x(d.start) };
         trans[(k + 1) * stride + classes[prefix[k] as usize] as usize] = next;
     }
-    // X's rows, each entry read through the class map (X is not counted: its table is its
-    // transitions), ids shifted by `p` but for the dead state.
-    let old_class: Vec<usize> = reps
-        .iter()
-        .map(|&b| d.classes[b as usize] as usize)
-        .collect();
-    let old_stride = d.stride as usize;
-    for s in 1..n as u32 {
-        let row = (p + s as usize) * stride;
-        let from = &d.trans[s as usize * old_stride..(s as usize + 1) * old_stride];
-        for (to, &c) in trans[row..row + stride].iter_mut().zip(&old_class) {
-            let t = from[c];
-            *to = if t == DEAD { DEAD } else { t + p as u32 };
-        }
-        if d.is_accept(s) {
+    let mut accept = vec![false; states];
+    // X's rows, ids shifted by `p` but for the dead state (X is not counted: its table is its
+    // transitions).
+    for s in 1..n {
+        let from = &d.trans[s * old_stride..(s + 1) * old_stride];
+        trans.extend(from.iter().map(|&t| x(t)));
+        trans.extend(split_from.iter().map(|&c| x(from[c as usize])));
+        if d.is_accept(s as u32) {
             if m == 0 {
-                accept[p + s as usize] = true;
+                accept[p + s] = true;
             } else {
                 let first = if m == 1 { chain_end } else { (p + n) as u32 };
-                trans[row + classes[suffix[0] as usize] as usize] = first;
+                trans[(p + s) * stride + classes[suffix[0] as usize] as usize] = first;
             }
         }
     }
+    trans.resize(states * stride, DEAD);
     for k in 1..m {
         let id = p + n - 1 + k;
         let next = if k + 1 < m { id as u32 + 1 } else { chain_end };
@@ -220,6 +231,9 @@ fn disjoint_union(parts: &[Part<'_>], budget: &mut CombineBudget) -> Option<Resu
     let mut queue: Vec<(u32, u32)> = vec![(u32::MAX, 0)];
     let mut trans = vec![DEAD; 2 * stride];
     let mut accept = vec![false, accepts_empty];
+    // Distances to acceptance, as the construction knows them: a part state's is the part's
+    // (every part state is co-reachable, the parts being pruned), the start's is set below.
+    let mut dist = vec![u32::MAX, u32::MAX];
     let per_state = stride * 4 + 40;
     let mut k = 1;
     while k <= queue.len() {
@@ -266,20 +280,32 @@ fn disjoint_union(parts: &[Part<'_>], budget: &mut CombineBudget) -> Option<Resu
                 });
                 trans.extend(std::iter::repeat_n(DEAD, stride));
                 accept.push(is_sink || p.is_accept(t));
+                dist.push(if is_sink { 0 } else { p.min_to_accept(t) });
             }
             trans[k * stride + c] = *slot;
         }
         k += 1;
     }
-    // Each state is one (minimal) part's state: not minimized again (measured: it would cost
-    // twice the construction to merge the few states that different parts' tails share).
-    Some(Ok(Explored {
+    dist[1] = if accepts_empty {
+        0
+    } else {
+        let first = trans[stride..2 * stride].iter().filter(|&&t| t != DEAD);
+        first
+            .map(|&t| dist[t as usize])
+            .min()
+            .map_or(u32::MAX, |d| d + 1)
+    };
+    let explored = Explored {
         stride,
         trans,
         accept,
         reps,
-    }
-    .finish_as_explored(classes)))
+    };
+    #[cfg(test)]
+    assert_eq!(dist, explored.distances(), "the reverse search's");
+    // Each state is one (minimal) part's state: not minimized again (measured: it would cost
+    // twice the construction to merge the few states that different parts' tails share).
+    Some(Ok(explored.finish_as_explored_with_distances(classes, dist)))
 }
 
 /// Budget for building one automaton out of others ([`Dfa::concat`], [`Dfa::union`]).
@@ -335,6 +361,15 @@ impl Part<'_> {
         match self {
             Part::Dfa(d) => d.can_continue(s),
             Part::Lit(l) => (s as usize - 1) < l.len(),
+        }
+    }
+    /// Fewest further bytes from live state `s` to acceptance (for a length-counted DFA only
+    /// a lower bound, see [`Dfa::min_to_accept`]).
+    #[inline]
+    pub(super) fn min_to_accept(&self, s: u32) -> u32 {
+        match self {
+            Part::Dfa(d) => d.min_to_accept(s),
+            Part::Lit(l) => (l.len() + 1 - s as usize) as u32,
         }
     }
     /// One more than the largest state id (`DEAD` included): the size of a per-state table.
@@ -827,6 +862,10 @@ mod literals_around_tests {
                     for s in 1..fast.state_count() as u32 {
                         assert!(fast.min_to_accept(s) != u32::MAX);
                     }
+                    // Every class has a byte (a literal byte alone in its class keeps it).
+                    let mut used = vec![false; fast.stride as usize];
+                    fast.classes.iter().for_each(|&c| used[c as usize] = true);
+                    assert!(used.iter().all(|&u| u), "{re} {before} {after}");
                 }
             }
         }

@@ -36,8 +36,8 @@ pub(super) fn product_classes(key: impl Fn(u8) -> (u8, u32)) -> ([u8; 256], Vec<
 
 /// The classes of `base` with each byte of `singles` in a class of its own, numbered by first
 /// byte, and one representative byte per class: what
-/// `product_classes(|b| (base[b], if singles.contains(b) { b + 1 } else { 0 }))` returns (a
-/// DFA's classes around literal or special bytes, built for every concatenation), in one pass.
+/// `product_classes(|b| (base[b], if singles.contains(b) { b + 1 } else { 0 }))` returns (the
+/// classes of an automaton of words, built for every `json_string_except!`), in one pass.
 pub(super) fn split_out(base: &[u8; 256], singles: &ByteSet) -> ([u8; 256], Vec<u8>) {
     const UNSEEN: u16 = u16::MAX;
     let mut new_of = [UNSEEN; 256]; // a class of `base` → its class here (bytes not in `singles`)

@@ -19,18 +19,26 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
-use super::{explore_rows, split_out, ByteSet, Dfa, DfaError, StateIds, StateIndex, DEAD};
+use super::{
+    explore_rows, product_classes, split_out, ByteSet, Dfa, DfaError, StateIds, StateIndex, DEAD,
+};
 
 /// The rest of a JSON string after its opening quote: characters in every spelling JSON allows
 /// (raw, short escapes, `\uXXXX` in either case, surrogate pairs; lone surrogates refused), then
 /// the closing quote. The same language as the translator's generic string terminal.
 const BODY: &str = r#"(?:[ !#-\[\]-\x{D7FF}\x{E000}-\x{10FFFF}]|\\["/\\bfnrt]|\\u(?:[0-9A-Ca-c][0-9A-Fa-f]{3}|[Dd][0-7][0-9A-Fa-f]{2}|[EFef][0-9A-Fa-f]{3})|\\u[Dd][89ABab][0-9A-Fa-f]{2}\\u[Dd][C-Fc-f][0-9A-Fa-f]{2})*""#;
 
-/// The automaton of [`BODY`], built on first use (a constant of the engine).
+/// The automaton of [`BODY`], built on first use (a constant of the engine), with the fewest
+/// byte classes: those of the pattern's ranges merged where every state steps alike (every
+/// automaton of words starts from these classes, see [`classes_for`]).
 fn body() -> Result<&'static Dfa, DfaError> {
     static BODY_DFA: OnceLock<Result<Dfa, DfaError>> = OnceLock::new();
     BODY_DFA
-        .get_or_init(|| Dfa::from_regex(BODY, 1 << 22))
+        .get_or_init(|| {
+            let dfa = Dfa::from_regex(BODY, 1 << 22)?;
+            let (table, classes) = dfa.as_explored().merge_equal_classes(dfa.classes);
+            Ok(table.finish_as_explored(classes))
+        })
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -351,15 +359,7 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
             }
         }
     }
-    // Bytes the trie tells apart: those of the words' characters and of escapes.
-    let mut special = ByteSet::EMPTY;
-    for w in words {
-        w.bytes().for_each(|b| special.insert(b));
-    }
-    for &b in b"\\\"u/bfnrt0123456789abcdefABCDEF" {
-        special.insert(b);
-    }
-    let (classes, reps) = split_out(&body.classes, &special);
+    let (classes, reps) = classes_for(words, body);
     // A trie node between characters (`at` is then the body's start).
     let boundary = |node: u32| State::Trie {
         node,
@@ -431,8 +431,8 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
     };
     // A node whose children are all plain (see `Trie::has_plain_children`) steps like a
     // childless node that is no word, except at its children's bytes (each its own class:
-    // they are `special`) and, for a word, at the closing quote: its row is that shared
-    // row with those entries overwritten. The shared row is the row of `leaf`, a childless
+    // bytes of the words, see `classes_for`) and, for a word, at the closing quote: its row
+    // is that shared row with those entries overwritten. The shared row is the row of `leaf`, a childless
     // node no path leads to, computed with the first such node (so every state it names is
     // a successor of that node). Other states step byte by byte.
     let leaf = trie.word_end.len() as u32 - 1;
@@ -446,10 +446,26 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
         }
         Ok(())
     };
+    // A body state's row: the body's row read through the classes (each class here lies in
+    // one class of the body's, being split out of them).
+    let body_class: Vec<usize> = reps
+        .iter()
+        .map(|&b| body.classes[b as usize] as usize)
+        .collect();
+    let body_stride = body.stride as usize;
     let table = explore_rows(
         State::Open,
         &reps,
         |key, row, ids| match *key {
+            State::Free(g) => {
+                let from = &body.trans[g as usize * body_stride..][..body_stride];
+                for (to, &c) in row.iter_mut().zip(&body_class) {
+                    if from[c] != DEAD {
+                        *to = ids.id(&State::Free(from[c]))?;
+                    }
+                }
+                Ok(())
+            }
             State::Trie { node, partial, .. }
                 if partial.len() == 0 && node != NO_NODE && trie.has_plain_children(node) =>
             {
@@ -477,14 +493,61 @@ fn except_words(words: &[String], size_limit: usize) -> Result<(Dfa, usize), Dfa
     let dist = distances(&table.trans, table.stride, &index, body);
     #[cfg(test)]
     assert_eq!(dist.as_ref(), Some(&table.distances()), "words {words:?}");
-    let (table, classes) = table.merge_equal_classes(classes);
     // Near-minimal by construction (states are trie nodes of distinct words): minimizing would
-    // cost about four times the construction to remove under a fifth of the states.
+    // cost about four times the construction to remove under a fifth of the states. Classes are
+    // not merged either: `classes_for` splits the body's only where a trie state may tell
+    // bytes apart, and comparing the columns would cost more than the few it could merge.
     let dfa = match dist {
         Some(dist) => table.finish_as_explored_with_distances(classes, dist),
         None => table.finish_as_explored(classes),
     };
     Ok((dfa, size))
+}
+
+/// The byte classes of the automaton for `words`: the body's, each refined by what a trie
+/// state can tell apart within it (so every state steps alike on the bytes of a class, and a
+/// body state by the body's class alone), and one representative byte per class.
+///
+/// Within one body class a trie state tells bytes apart only by the character they spell or
+/// begin: a byte of the words (a child's byte, raw; not a control character's); a short escape
+/// `\b \f \n \r \t` whose character occurs in the words (`\" \\ \/` spell themselves, their bytes
+/// are then bytes of the words); a hex digit by its value (`\u` escapes, either case). Any other
+/// byte leaves the trie, as the body steps.
+fn classes_for(words: &[String], body: &Dfa) -> ([u8; 256], Vec<u8>) {
+    // The body's classes with hex digits apart by value: the same for all words.
+    static BY_HEX_VALUE: OnceLock<[u8; 256]> = OnceLock::new();
+    let base = BY_HEX_VALUE.get_or_init(|| {
+        product_classes(|b| {
+            let value = (b as char).to_digit(16).map_or(0, |v| v + 1);
+            (body.classes[b as usize], value)
+        })
+        .0
+    });
+    let mut singles = ByteSet::EMPTY;
+    let mut chars = ByteSet::EMPTY; // (the ASCII characters of the words)
+    for w in words {
+        for b in w.bytes() {
+            // (a control character is only ever escaped: its raw byte ends every string)
+            if b >= 0x20 {
+                singles.insert(b);
+            }
+            if b.is_ascii() {
+                chars.insert(b);
+            }
+        }
+    }
+    for (letter, c) in [
+        (b'b', 0x08),
+        (b'f', 0x0C),
+        (b'n', 0x0A),
+        (b'r', 0x0D),
+        (b't', 0x09),
+    ] {
+        if chars.contains(c) {
+            singles.insert(letter);
+        }
+    }
+    split_out(base, &singles)
 }
 
 /// Each explored state's distance to acceptance (`u32::MAX`: none, and for the dead state 0),
@@ -610,7 +673,7 @@ mod tests {
     }
 
     const CHARS: &[char] = &[
-        'a', 'b', 'A', '/', ' ', '"', '\\', '\n', '\u{1f}', 'é', '€', '😀', 'z',
+        'a', 'b', 'A', '/', ' ', '"', '\\', '\n', '\t', '\u{1f}', 'é', '€', '😀', 'z', 'F', '7',
     ];
 
     /// One random JSON spelling of `c` (raw, short escape, `\u` in either case).
@@ -620,6 +683,7 @@ mod tests {
             '\\' => Some(b'\\'),
             '/' => Some(b'/'),
             '\n' => Some(b'n'),
+            '\t' => Some(b't'),
             _ => None,
         };
         let raw_ok = c >= ' ' && c != '"' && c != '\\';
@@ -648,6 +712,22 @@ mod tests {
             .collect()
     }
 
+    /// `count` random words of `len` characters of `alphabet`.
+    fn random_words(
+        rng: &mut SmallRng,
+        alphabet: &[char],
+        count: std::ops::Range<usize>,
+        len: std::ops::Range<usize>,
+    ) -> Vec<String> {
+        (0..rng.gen_range(count))
+            .map(|_| {
+                (0..rng.gen_range(len.clone()))
+                    .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The distances found depth-first are the reverse search's (`except_words` asserts it in
     /// tests), on word sets dense in printable ASCII (escapes of `P` then lead nowhere, so some
     /// states are pruned) and of longer words.
@@ -656,13 +736,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(11);
         let alphabet: Vec<char> = (0x20u8..0x7F).map(char::from).chain(['é', '😀']).collect();
         for _ in 0..300 {
-            let words: Vec<String> = (0..rng.gen_range(0..40))
-                .map(|_| {
-                    (0..rng.gen_range(0..12))
-                        .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
-                        .collect()
-                })
-                .collect();
+            let words = random_words(&mut rng, &alphabet, 0..40, 0..12);
             let dfa = Dfa::json_string_except(&words, 1 << 24).unwrap();
             assert!(dfa.state_count() > 1);
         }
@@ -762,6 +836,37 @@ mod tests {
             Dfa::json_string_except(&[], size - 1),
             Err(DfaError::TooBig { .. })
         ));
+    }
+
+    /// `classes_for` splits the body's classes no further than the states tell bytes apart,
+    /// but for hex digits (kept apart by value, whether or not an escape of them could spell
+    /// a word's character): any two classes with equal columns are of hex digits. (No less
+    /// than needed: the language tests above.)
+    #[test]
+    fn classes_are_those_the_states_tell_apart() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let alphabet: Vec<char> = (0x20u8..0x7F)
+            .map(char::from)
+            .chain(['\n', '\t', 'é'])
+            .collect();
+        for _ in 0..300 {
+            let words = random_words(&mut rng, &alphabet, 0..8, 1..10);
+            let dfa = Dfa::json_string_except(&words, 1 << 24).unwrap();
+            let reps = dfa.class_reps();
+            let (_, merged) = dfa.as_explored().merge_equal_classes(dfa.classes);
+            for (c, &a) in reps.iter().enumerate() {
+                for &b in &reps[c + 1..] {
+                    if merged[a as usize] == merged[b as usize] {
+                        assert!(
+                            a.is_ascii_hexdigit() && b.is_ascii_hexdigit(),
+                            "{:?} and {:?} step alike, words {words:?}",
+                            a as char,
+                            b as char
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -28,8 +28,9 @@ pub struct SharedRules {
     templates: FxHashMap<String, u64>,
     /// Key of a rule → its class.
     classes: FxHashMap<Vec<u64>, u64>,
-    /// Class → the name of the rule written for it.
-    names: FxHashMap<u64, String>,
+    /// Class (ids are dense, in order of interning) → the name of the rule written for it
+    /// (empty: none yet).
+    names: Vec<String>,
     /// Classes of rules shared with none (large components).
     pinned: u64,
 }
@@ -77,10 +78,14 @@ impl SharedRules {
                 .collect::<Option<Vec<usize>>>()?;
         }
         let cls = self.hash_cons(&rules);
+        self.names.resize(self.classes.len(), String::new());
         let mut written = Vec::new();
         for (i, r) in rules.iter().enumerate() {
-            if let std::collections::hash_map::Entry::Vacant(e) = self.names.entry(cls[i]) {
-                e.insert(format!("{prefix}{}", r.name));
+            let name = &mut self.names[cls[i] as usize];
+            if name.is_empty() {
+                name.reserve_exact(prefix.len() + r.name.len());
+                name.push_str(prefix);
+                name.push_str(r.name);
                 written.push(i);
             }
         }
@@ -89,12 +94,12 @@ impl SharedRules {
             .map(|i| {
                 let r = &rules[i];
                 let mut line = String::with_capacity(r.body.len() + 64);
-                line.push_str(&self.names[&cls[i]]);
+                line.push_str(&self.names[cls[i] as usize]);
                 line.push_str(" ::= ");
                 let mut at = 0;
                 for (k, &(a, b)) in r.spans.iter().enumerate() {
                     line.push_str(&r.body[at..a]);
-                    line.push_str(&self.names[&cls[r.refs[k]]]);
+                    line.push_str(&self.names[cls[r.refs[k]] as usize]);
                     at = b;
                 }
                 line.push_str(&r.body[at..]);
@@ -102,12 +107,13 @@ impl SharedRules {
                 line
             })
             .collect();
-        Some((lines, self.names[&cls[start]].clone()))
+        Some((lines, self.names[cls[start] as usize].clone()))
     }
 
     /// The rules of a one-rule-per-line grammar, their templates interned (`refs` not yet set).
     fn parse<'t>(&mut self, kbnf: &'t str) -> Option<Vec<Rule<'t>>> {
         let mut rules = Vec::new();
+        let mut template = String::new(); // (reused: most templates were seen before)
         for line in kbnf.lines() {
             if line.is_empty() {
                 continue;
@@ -121,9 +127,15 @@ impl SharedRules {
                 return None;
             }
             let body = line[name_end..].strip_prefix(" ::= ")?.strip_suffix(';')?;
-            let (template, spans) = scan(body)?;
-            let next = self.templates.len() as u64;
-            let template = *self.templates.entry(template).or_insert(next);
+            let spans = scan(body, &mut template)?;
+            let template = match self.templates.get(template.as_str()) {
+                Some(&id) => id,
+                None => {
+                    let id = self.templates.len() as u64;
+                    self.templates.insert(template.clone(), id);
+                    id
+                }
+            };
             rules.push(Rule {
                 name,
                 body,
@@ -135,9 +147,14 @@ impl SharedRules {
         Some(rules)
     }
 
-    fn intern(&mut self, key: Vec<u64>) -> u64 {
-        let next = self.classes.len() as u64;
-        *self.classes.entry(key).or_insert(next)
+    /// The class of `key` (a new one if it was not seen before).
+    fn intern(&mut self, key: &[u64]) -> u64 {
+        if let Some(&class) = self.classes.get(key) {
+            return class;
+        }
+        let class = self.classes.len() as u64;
+        self.classes.insert(key.to_vec(), class);
+        class
     }
 
     /// The class of each rule, by Tarjan's algorithm (iterative), whose components come out
@@ -152,6 +169,7 @@ impl SharedRules {
         let mut stack: Vec<usize> = Vec::new();
         let mut counter = 0usize;
         let mut work: Vec<(usize, usize)> = Vec::new();
+        let mut key: Vec<u64> = Vec::new(); // (reused)
         for root in 0..n {
             if order[root] != UNSEEN {
                 continue;
@@ -192,14 +210,14 @@ impl SharedRules {
                     }
                 }
                 if members.len() == 1 && !rules[v].refs.contains(&v) {
-                    let mut key = Vec::with_capacity(1 + rules[v].refs.len());
+                    key.clear();
                     key.push(TAG_TEMPLATE | rules[v].template);
                     key.extend(rules[v].refs.iter().map(|&r| TAG_CLASS | cls[r]));
-                    cls[v] = self.intern(key);
+                    cls[v] = self.intern(&key);
                 } else if members.len() > MAX_CYCLE {
                     for &w in &members {
                         self.pinned += 1;
-                        cls[w] = self.intern(vec![TAG_PINNED | self.pinned]);
+                        cls[w] = self.intern(&[TAG_PINNED | self.pinned]);
                     }
                 } else {
                     let keys: Vec<Vec<u64>> = members
@@ -207,7 +225,7 @@ impl SharedRules {
                         .map(|&w| cycle_key(w, &members, rules, &cls))
                         .collect();
                     for (&w, key) in members.iter().zip(keys) {
-                        cls[w] = self.intern(key);
+                        cls[w] = self.intern(&key);
                     }
                 }
             }
@@ -245,13 +263,14 @@ fn cycle_key(root: usize, members: &[usize], rules: &[Rule<'_>], cls: &[u64]) ->
     key
 }
 
-/// A rule body's template (the body with each rule name left out; the items that are no name,
-/// literals, regexes, comments and special nonterminals, are self-delimiting, so the template
-/// and the names' places determine the body) and the byte ranges of its names; `None` when the
-/// body holds something that is no part of one rule (an unterminated item, `;`, `::=`, NUL).
-fn scan(body: &str) -> Option<(String, Vec<(usize, usize)>)> {
+/// The byte ranges of a rule body's names, with its template written into `template` (the body
+/// with each rule name left out; the items that are no name, literals, regexes, comments and
+/// special nonterminals, are self-delimiting, so the template and the names' places determine
+/// the body); `None` when the body holds something that is no part of one rule (an
+/// unterminated item, `;`, `::=`, NUL).
+fn scan(body: &str, template: &mut String) -> Option<Vec<(usize, usize)>> {
     let b = body.as_bytes();
-    let mut template = String::with_capacity(body.len());
+    template.clear();
     let mut spans = Vec::new();
     let mut i = 0;
     let mut copied = 0; // (bytes of `body` before it are in `template` or left out)
@@ -296,7 +315,7 @@ fn scan(body: &str) -> Option<(String, Vec<(usize, usize)>)> {
         }
     }
     template.push_str(&body[copied..]);
-    Some((template, spans))
+    Some(spans)
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ pub fn lower(ast: &GrammarAst, opts: &CompileOptions) -> Result<Bnf, Vec<Diagnos
         exact_memo: FxHashMap::default(),
         upto_memo: FxHashMap::default(),
         word_sets: FxHashMap::default(),
+        excepts: FxHashMap::default(),
     };
     // Declare user nonterminals in order of first definition; `start` (configured) must exist.
     for rule in &ast.rules {
@@ -83,6 +84,9 @@ struct Lowerer<'a> {
     upto_memo: FxHashMap<(Sym, u32), u32>,
     /// `json_string_except!` terminals by their sorted, distinct words.
     word_sets: FxHashMap<Vec<String>, u32>,
+    /// Unbounded `except!` terminals by their argument's regex (a structural tag's free text
+    /// uses one twice: after the last island and before each).
+    excepts: FxHashMap<String, u32>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -216,12 +220,19 @@ impl<'a> Lowerer<'a> {
                 return Sym::Nt(self.bnf.start);
             }
         };
+        if max.is_none() {
+            if let Some(&id) = self.excepts.get(&regex) {
+                return Sym::Regex(id);
+            }
+        }
         match Dfa::except(&regex, self.opts.dfa_size_limit) {
             Ok(dfa) if max.is_none() => {
                 // Unbounded: an ordinary regex terminal (no byte count to keep), so it merges
                 // with its neighbours, its masks take the free-text shortcuts and its states
                 // key the mask cache without a position.
-                Sym::Regex(self.bnf.add_regex(format!("except!({regex})"), dfa))
+                let id = self.bnf.add_regex(format!("except!({regex})"), dfa);
+                self.excepts.insert(regex, id);
+                Sym::Regex(id)
             }
             Ok(dfa) => {
                 let id = self.bnf.excepts.len() as u32;
@@ -568,5 +579,31 @@ pub(crate) fn dfa_diag(err: DfaError, span: Span, what: &str) -> Diagnostic {
             ),
         )
         .hint("simplify the regex or raise `dfa_size_limit`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kbnf::parser;
+
+    fn lowered(text: &str) -> Bnf {
+        let opts = CompileOptions::default();
+        lower(&parser::parse(text, opts.max_repetition).unwrap(), &opts).unwrap()
+    }
+
+    #[test]
+    fn equal_unbounded_excepts_are_one_terminal() {
+        // (a structural tag's free text: before each island and after the last one)
+        let bnf = lowered("start ::= (r2* except!(r1)); r2 ::= except!(r1) 'T' 'x'; r1 ::= 'T';");
+        let excepts: Vec<&RegexTerm> = bnf
+            .regexes
+            .iter()
+            .filter(|r| r.pattern.starts_with("except!"))
+            .collect();
+        assert_eq!(excepts.len(), 1);
+        // Bounded ones keep their own production (the byte count starts there).
+        let bnf = lowered("start ::= except!('T', 3) | 'x' except!('T', 3);");
+        assert_eq!(bnf.excepts.len(), 2);
     }
 }

@@ -56,6 +56,7 @@ pub(crate) fn guard<T>(py: Python<'_>, f: impl FnOnce() -> PyResult<T>) -> PyRes
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // First, before the engine's heap holds anything (see `heap`).
     heap::reserve_small_page_arena();
+    heap::purge_by_reset();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     automata::register(m)?;
     grammar::register(m)?;
