@@ -81,6 +81,18 @@ struct MaskCache {
     misses: u64,
 }
 
+/// The positions of the set bits of `words` (`count` of them), ascending.
+fn set_positions(count: usize, words: impl Iterator<Item = u32>) -> Box<[u32]> {
+    let mut out = Vec::with_capacity(count);
+    for (i, mut w) in words.enumerate() {
+        while w != 0 {
+            out.push((i * 32) as u32 + w.trailing_zeros());
+            w &= w - 1;
+        }
+    }
+    out.into_boxed_slice()
+}
+
 impl MaskCache {
     /// Empties the cache when `size` more bytes would exceed `limit`: a simple bound, rather
     /// than tracking recency on the hot path.
@@ -120,26 +132,16 @@ impl StoredMask {
             flips += (w ^ s).count_ones() as usize;
         }
         let zeros = mask.len() * 32 - ones;
-        let positions = |count: usize, word: &dyn Fn(usize) -> u32| -> Box<[u32]> {
-            let mut out = Vec::with_capacity(count);
-            for i in 0..mask.len() {
-                let mut w = word(i);
-                while w != 0 {
-                    out.push((i * 32) as u32 + w.trailing_zeros());
-                    w &= w - 1;
-                }
-            }
-            out.into_boxed_slice()
-        };
         let fewest = ones.min(zeros).min(flips);
         if fewest >= mask.len() {
             StoredMask::Bits(mask.into())
         } else if fewest == ones {
-            StoredMask::Ones(positions(ones, &|i| mask[i]))
+            StoredMask::Ones(set_positions(ones, mask.iter().copied()))
         } else if fewest == zeros {
-            StoredMask::Zeros(positions(zeros, &|i| !mask[i]))
+            StoredMask::Zeros(set_positions(zeros, mask.iter().map(|&w| !w)))
         } else {
-            StoredMask::Flips(positions(flips, &|i| mask[i] ^ slices[i]))
+            let words = mask.iter().zip(slices).map(|(&w, &s)| w ^ s);
+            StoredMask::Flips(set_positions(flips, words))
         }
     }
 
@@ -548,11 +550,12 @@ impl CompiledGrammar {
                 }
             }
         }
+        // (every counted item was found indifferent above: its base state is the key's)
         let keyed = counted
             && rec.state_key_with(key, MASK_CACHE_MAX_KEY, |d, state| {
                 dfas[d as usize]
-                    .count_indifferent(state, chars)
-                    .unwrap_or(state)
+                    .counted_state(state)
+                    .map_or(state, |(base, _)| base)
             });
         if keyed {
             key[0] += 2;
